@@ -138,7 +138,9 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def markdown_table(rows: Iterable[Mapping[str, Any]], columns: Sequence[str] = RESULT_COLUMNS) -> str:
+def markdown_table(
+    rows: Iterable[Mapping[str, Any]], columns: Sequence[str] = RESULT_COLUMNS
+) -> str:
     """A GitHub-flavoured Markdown table with right-aligned numbers."""
     rows = list(rows)
     cells = [[_fmt(r.get(c, "")) for c in columns] for r in rows]
@@ -151,9 +153,14 @@ def markdown_table(rows: Iterable[Mapping[str, Any]], columns: Sequence[str] = R
             out.append(v.rjust(widths[i]) if numeric[i] else v.ljust(widths[i]))
         return "| " + " | ".join(out) + " |"
 
-    sep = "|" + "|".join(
-        ("-" * (w + 1) + ":") if num else (":" + "-" * (w + 1)) for w, num in zip(widths, numeric, strict=True)
-    ) + "|"
+    sep = (
+        "|"
+        + "|".join(
+            ("-" * (w + 1) + ":") if num else (":" + "-" * (w + 1))
+            for w, num in zip(widths, numeric, strict=True)
+        )
+        + "|"
+    )
     return "\n".join([line(columns), sep] + [line(c) for c in cells])
 
 
@@ -210,12 +217,17 @@ def job_records(out: RunOutput) -> list[dict[str, Any]]:
     return recs
 
 
-def write_outputs(outs: Sequence[RunOutput], out_dir: Path, *, jobs: bool = True, timeline: bool = True) -> None:
+def write_outputs(
+    outs: Sequence[RunOutput], out_dir: Path, *, jobs: bool = True, timeline: bool = True
+) -> None:
     """Write ``results.csv``, ``results.md`` and optionally ``jobs.csv`` / ``timeline.csv``."""
     rows = [o.row for o in outs]
     atomic_write_text(out_dir / "results.csv", csv_text(rows, RESULT_COLUMNS))
     extra_cols = sorted({k for o in outs for k in o.extra})
-    ext_rows = [{**{c: o.row[c] for c in ("scheduler", "workload", "cluster", "seed")}, **o.extra} for o in outs]
+    ext_rows = [
+        {**{c: o.row[c] for c in ("scheduler", "workload", "cluster", "seed")}, **o.extra}
+        for o in outs
+    ]
     atomic_write_text(
         out_dir / "results_extended.csv",
         csv_text(ext_rows, ["scheduler", "workload", "cluster", "seed", *extra_cols]),
@@ -232,9 +244,17 @@ def write_outputs(outs: Sequence[RunOutput], out_dir: Path, *, jobs: bool = True
             n = len(tl.get("t0", []))
             for i in range(n):
                 trs.append(
-                    {"scheduler": o.row["scheduler"], "seed": o.row["seed"], **{k: float(v[i]) for k, v in tl.items()}}
+                    {
+                        "scheduler": o.row["scheduler"],
+                        "seed": o.row["seed"],
+                        **{k: float(v[i]) for k, v in tl.items()},
+                    }
                 )
-        cols = ["scheduler", "seed", *sorted({k for o in outs for k in o.result.timeline}, key=_tl_order)]
+        cols = [
+            "scheduler",
+            "seed",
+            *sorted({k for o in outs for k in o.result.timeline}, key=_tl_order),
+        ]
         atomic_write_text(out_dir / "timeline.csv", csv_text(trs, cols))
 
 

@@ -39,7 +39,9 @@ def _policy_factories(cfg: DictConfig) -> dict[str, Any]:
 @hydra.main(config_path="../conf", config_name="evaluate", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     """Run the evaluation described by ``cfg`` and write its results."""
-    tm = ThroughputModel.load(cfg.throughput_table) if cfg.throughput_table else default_throughput()
+    tm = (
+        ThroughputModel.load(cfg.throughput_table) if cfg.throughput_table else default_throughput()
+    )
     cluster = instantiate(cfg.cluster)
     workload_factory = instantiate(cfg.workload)
     sim_config = SimConfig(
@@ -52,7 +54,9 @@ def main(cfg: DictConfig) -> None:
         cluster=cluster,
         workload_factory=workload_factory,
         throughput=tm,
-        seeds=seeds_from(OmegaConf.to_object(cfg.seed) if OmegaConf.is_config(cfg.seed) else cfg.seed),
+        seeds=seeds_from(
+            OmegaConf.to_object(cfg.seed) if OmegaConf.is_config(cfg.seed) else cfg.seed
+        ),
         sim_config=sim_config,
         progress=bool(cfg.progress),
     )

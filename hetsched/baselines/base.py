@@ -109,9 +109,9 @@ class Placer:
         """Free GPUs left in the whole cluster."""
         return int(self.free_gpus.sum())
 
-    def _fit(self, j: int, nodes: NDArray[np.int64], g: NDArray[np.int64]) -> tuple[
-        NDArray[np.float64], NDArray[np.float64], bool
-    ]:
+    def _fit(
+        self, j: int, nodes: NDArray[np.int64], g: NDArray[np.int64]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], bool]:
         wl = self.state.workload
         cpus = g * np.minimum(wl.cpu_per_gpu[j], self._cpu_share[nodes])
         mem = g * np.minimum(wl.mem_per_gpu[j], self._mem_share[nodes])
@@ -205,7 +205,9 @@ class Placer:
         self.free_gpus[nodes] -= g
         self.free_cpus[nodes] -= cpus
         self.free_mem[nodes] -= mem
-        for node, gg, c, mm in zip(nodes.tolist(), g.tolist(), cpus.tolist(), mem.tolist(), strict=True):
+        for node, gg, c, mm in zip(
+            nodes.tolist(), g.tolist(), cpus.tolist(), mem.tolist(), strict=True
+        ):
             self._entries.append((j, int(node), int(gg), float(c), float(mm)))
         self.placed.add(j)
         return True

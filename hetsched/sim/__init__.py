@@ -8,7 +8,16 @@ from __future__ import annotations
 from hetsched.sim.allocation import Allocation
 from hetsched.sim.catalog import GPU_TYPE_NAMES, canonical_gpu_type
 from hetsched.sim.cluster import Cluster
-from hetsched.sim.engine import DONE, FUTURE, PENDING, RUNNING, SimConfig, SimResult, SimState, Simulator
+from hetsched.sim.engine import (
+    DONE,
+    FUTURE,
+    PENDING,
+    RUNNING,
+    SimConfig,
+    SimResult,
+    SimState,
+    Simulator,
+)
 from hetsched.sim.errors import (
     AllocationError,
     ClusterSpecError,

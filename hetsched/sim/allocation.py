@@ -64,7 +64,10 @@ class Allocation:
 
     @classmethod
     def from_entries(
-        cls, entries: Sequence[tuple[int, int, int, float, float] | tuple[int, int, int, float, float, int]]
+        cls,
+        entries: Sequence[
+            tuple[int, int, int, float, float] | tuple[int, int, int, float, float, int]
+        ],
     ) -> Allocation:
         """Build from tuples ``(job, node, gpus, cpus, mem[, share])``."""
         if not entries:
@@ -112,9 +115,9 @@ class Allocation:
         if self.size == 0:
             return np.zeros(num_nodes, dtype=np.int64)
         excl = self.share < 0
-        used = np.bincount(
-            self.node[excl], weights=self.gpus[excl], minlength=num_nodes
-        ).astype(np.float64)
+        used = np.bincount(self.node[excl], weights=self.gpus[excl], minlength=num_nodes).astype(
+            np.float64
+        )
         if (~excl).any():
             sh = ~excl
             key = self.node[sh] * (int(self.share[sh].max()) + 1) + self.share[sh]
@@ -125,8 +128,8 @@ class Allocation:
 
     def used_cpus_per_node(self, num_nodes: int) -> FloatArray:
         """CPU cores in use per node, shape (num_nodes,)."""
-        return np.bincount(self.node, weights=self.cpus, minlength=num_nodes)
+        return np.bincount(self.node, weights=self.cpus, minlength=num_nodes).astype(np.float64)
 
     def used_mem_per_node(self, num_nodes: int) -> FloatArray:
         """Memory in use per node in GiB, shape (num_nodes,)."""
-        return np.bincount(self.node, weights=self.mem, minlength=num_nodes)
+        return np.bincount(self.node, weights=self.mem, minlength=num_nodes).astype(np.float64)

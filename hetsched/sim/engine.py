@@ -324,7 +324,9 @@ class Simulator:
         a = alloc
         if np.any((a.job < 0) | (a.job >= J)):
             bad = int(a.job[(a.job < 0) | (a.job >= J)][0])
-            raise AllocationError(f"allocation names unknown job index {bad} (workload has {J} jobs)")
+            raise AllocationError(
+                f"allocation names unknown job index {bad} (workload has {J} jobs)"
+            )
         if np.any((a.node < 0) | (a.node >= N)):
             bad = int(a.node[(a.node < 0) | (a.node >= N)][0])
             raise AllocationError(f"allocation names unknown node {bad} (cluster has {N} nodes)")
@@ -332,7 +334,9 @@ class Simulator:
         if np.any((st != PENDING) & (st != RUNNING)):
             j = int(a.job[(st != PENDING) & (st != RUNNING)][0])
             what = "has not arrived yet" if self.status[j] == FUTURE else "has already finished"
-            raise AllocationError(f"job {str(wl.job_id[j])!r} (index {j}) {what} at t={self.time:.0f}s")
+            raise AllocationError(
+                f"job {str(wl.job_id[j])!r} (index {j}) {what} at t={self.time:.0f}s"
+            )
         for name in ("gpus", "cpus", "mem"):
             v = getattr(a, name)
             bad = ~np.isfinite(v) | (v < (1 if name == "gpus" else 0))
@@ -344,9 +348,9 @@ class Simulator:
         key = a.job * N + a.node
         uniq, counts = np.unique(key, return_counts=True)
         if np.any(counts > 1):
-            k = int(uniq[counts > 1][0])
+            dup = int(uniq[counts > 1][0])
             raise AllocationError(
-                f"job {str(wl.job_id[k // N])!r} has several entries on node {k % N}; merge them"
+                f"job {str(wl.job_id[dup // N])!r} has several entries on node {dup % N}; merge them"
             )
         self._validate_sharing(a)
         used = a.used_gpus_per_node(N)
@@ -373,14 +377,14 @@ class Simulator:
         if not np.all(wl.allowed_types[a.job, gtype]):
             e = int(np.flatnonzero(~wl.allowed_types[a.job, gtype])[0])
             raise AllocationError(
-                f"job {str(wl.job_id[a.job[e]])!r} may not run on GPU type index {gtype[e]} "
+                f"job {str(wl.job_id[a.job[e]])!r} may not run on GPU type {GPU_TYPE_NAMES[gtype[e]]} "
                 f"(node {a.node[e]}): the trace constrains its GPU types"
             )
         total = np.bincount(a.job, weights=a.gpus, minlength=J).astype(np.int64)[a.job]
         lo, hi = wl.min_gpus[a.job], wl.max_gpus[a.job]
-        bad = (total < lo) | (total > hi)
-        if bad.any():
-            e = int(np.flatnonzero(bad)[0])
+        out_of_range = (total < lo) | (total > hi)
+        if out_of_range.any():
+            e = int(np.flatnonzero(out_of_range)[0])
             j = int(a.job[e])
             raise AllocationError(
                 f"job {str(wl.job_id[j])!r} given {total[e]} GPUs; it runs on {lo[e]}..{hi[e]} GPUs"
@@ -522,7 +526,9 @@ class Simulator:
         np.add.at(sig, a.job, h)
         return sig
 
-    def advance(self, alloc: Allocation, *, round_s: float | None = None, max_rounds: int = 1) -> RoundRecord:
+    def advance(
+        self, alloc: Allocation, *, round_s: float | None = None, max_rounds: int = 1
+    ) -> RoundRecord:
         """Apply an allocation and simulate until the next round boundary.
 
         Args:
@@ -623,9 +629,9 @@ class Simulator:
 
         if self.config.record_timeline:
             busy_gpus = int(alloc.used_gpus_per_node(self.cluster.num_nodes).sum())
-            by_type = np.bincount(
-                gtype, weights=alloc.gpus, minlength=self.gpu_s_by_type.shape[1]
-            )[self._types_present]
+            by_type = np.bincount(gtype, weights=alloc.gpus, minlength=self.gpu_s_by_type.shape[1])[
+                self._types_present
+            ]
             self._timeline.append(
                 (t0, dt, float(busy_gpus), float(run_idx.size), float(active.size - run_idx.size),
                  float(alloc.cpus.sum()), float(alloc.mem.sum()), *by_type.tolist())
@@ -699,9 +705,7 @@ class Simulator:
             alloc = policy.decide(st)
             decisions.append(_time.perf_counter() - t)
             max_rounds = 1
-            if event_driven:
-                max_rounds = 1 << 40
-            elif static_idle and bool(np.isin(st.active, alloc.job).all()):
+            if event_driven or static_idle and bool(np.isin(st.active, alloc.job).all()):
                 max_rounds = 1 << 40
             rec = self.advance(alloc, round_s=rs, max_rounds=max_rounds)
             if on_step is not None:

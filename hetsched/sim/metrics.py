@@ -98,7 +98,11 @@ def best_solo_time(res: SimResult) -> tuple[NDArray[np.float64], NDArray[np.floa
     K = n_type.shape[0]
     levels = np.unique(np.concatenate([tm.count_levels, [1]]))
     cand = np.concatenate(
-        [np.broadcast_to(levels, (wl.num_jobs, levels.size)), wl.min_gpus[:, None], wl.max_gpus[:, None]],
+        [
+            np.broadcast_to(levels, (wl.num_jobs, levels.size)),
+            wl.min_gpus[:, None],
+            wl.max_gpus[:, None],
+        ],
         axis=1,
     )  # (J, C)
     ok_n = (cand >= wl.min_gpus[:, None]) & (cand <= wl.max_gpus[:, None])
@@ -182,7 +186,9 @@ def extended_metrics(res: SimResult) -> dict[str, float]:
         "lb_p99_jct_h": float(np.percentile(t_star, 99) / H),
         "lb_gpu_hours": float(g_star.sum() / H),
         "slowdown_mean": float(np.nanmean(jct / t_star)) if done.any() else float("nan"),
-        "p99_queue_h": float(np.nanpercentile(queue, 99) / H) if np.isfinite(queue).any() else float("nan"),
+        "p99_queue_h": float(np.nanpercentile(queue, 99) / H)
+        if np.isfinite(queue).any()
+        else float("nan"),
         "ftf_rho_p99": float(np.nanpercentile(rho, 99)) if done.any() else float("nan"),
         "ftf_unfair_frac": float(np.nanmean(rho > 1.0)) if done.any() else float("nan"),
         "preemptions": float(res.preemptions.mean()),

@@ -45,7 +45,7 @@ from importlib import resources
 from pathlib import Path
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from hetsched.sim.errors import HetschedError
 
@@ -171,10 +171,10 @@ class ThroughputModel:
 
     def isolated(
         self,
-        model: NDArray[np.integer],
-        gpu_type: NDArray[np.integer],
-        n_gpus: NDArray[np.integer],
-        spread: NDArray[np.bool_] | bool = False,
+        model: ArrayLike,
+        gpu_type: ArrayLike,
+        n_gpus: ArrayLike,
+        spread: ArrayLike = False,
     ) -> FloatArray:
         """Isolated throughput (work units/s) of ``model`` on ``n_gpus`` GPUs of ``gpu_type``.
 
@@ -213,9 +213,9 @@ class ThroughputModel:
 
     def phi(
         self,
-        model: NDArray[np.integer],
-        cpu_ratio: NDArray[np.floating],
-        mem_ratio: NDArray[np.floating],
+        model: ArrayLike,
+        cpu_ratio: ArrayLike,
+        mem_ratio: ArrayLike,
     ) -> FloatArray:
         """CPU/memory sensitivity factor; equals 1 at the requested amounts.
 
@@ -247,14 +247,12 @@ class ThroughputModel:
         )
         return np.asarray(phi_cpu * phi_mem, dtype=np.float64)
 
-    def best_phi(self, model: NDArray[np.integer]) -> FloatArray:
+    def best_phi(self, model: ArrayLike) -> FloatArray:
         """The largest sensitivity factor reachable by a model (its CPU ceiling, or 1)."""
         m = np.asarray(model)
         return np.where(self.cpu_alpha[m] > 0, self.cpu_ceiling[m], 1.0)
 
-    def colocatable(
-        self, model_a: NDArray[np.integer], model_b: NDArray[np.integer], gpu_type: NDArray[np.integer]
-    ) -> BoolArray:
+    def colocatable(self, model_a: ArrayLike, model_b: ArrayLike, gpu_type: ArrayLike) -> BoolArray:
         """Whether models a and b may share GPUs of the given type (both directions measured)."""
         a, b, k = np.asarray(model_a), np.asarray(model_b), np.asarray(gpu_type)
         return np.asarray(

@@ -13,6 +13,7 @@ faster or slower elsewhere.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -96,13 +97,19 @@ class Workload:
         for f in fields(self):
             v = getattr(self, f.name)
             if isinstance(v, np.ndarray) and v.shape[:1] != (J,):
-                raise TraceError(f"workload {self.name!r}: field {f.name} has {len(v)} rows, want {J}")
+                raise TraceError(
+                    f"workload {self.name!r}: field {f.name} has {len(v)} rows, want {J}"
+                )
         if self.allowed_types.shape != (J, len(GPU_TYPE_NAMES)):
-            raise TraceError(f"workload {self.name!r}: allowed_types must be (J, {len(GPU_TYPE_NAMES)})")
+            raise TraceError(
+                f"workload {self.name!r}: allowed_types must be (J, {len(GPU_TYPE_NAMES)})"
+            )
         if J == 0:
-            raise TraceError(f"workload {self.name!r} has no jobs; check the trace window and filters")
+            raise TraceError(
+                f"workload {self.name!r} has no jobs; check the trace window and filters"
+            )
 
-        def fail(mask: NDArray[np.bool_], what: str, values: NDArray[np.generic]) -> None:
+        def fail(mask: Any, what: str, values: Any) -> None:
             i = int(np.flatnonzero(mask)[0])
             raise TraceError(
                 f"workload {self.name!r}: job {str(self.job_id[i])!r} (row {i}) has {what}={values[i]!r}"
@@ -140,7 +147,7 @@ class Workload:
 
     def subset(self, index: NDArray[np.integer] | slice, name: str | None = None) -> Workload:
         """A new workload with the selected jobs (order preserved)."""
-        kw = {}
+        kw: dict[str, Any] = {}
         for f in fields(self):
             v = getattr(self, f.name)
             if isinstance(v, np.ndarray):

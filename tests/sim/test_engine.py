@@ -27,7 +27,15 @@ K80 = GPU_TYPE_NAMES.index("k80")
 
 def one_node(gpus: int = 4, gpu_type: str = "v100", count: int = 1) -> object:
     return make_cluster(
-        [{"gpu_type": gpu_type, "count": count, "gpus": gpus, "cpus": 8 * gpus, "mem_gib": 32 * gpus}]
+        [
+            {
+                "gpu_type": gpu_type,
+                "count": count,
+                "gpus": gpus,
+                "cpus": 8 * gpus,
+                "mem_gib": 32 * gpus,
+            }
+        ]
     )
 
 
@@ -259,7 +267,9 @@ def instances(draw: st.DrawFn) -> tuple:
     max_g = max(g["gpus"] for g in groups)
     arr = sorted(draw(st.lists(st.floats(0, 50_000), min_size=J, max_size=J)))
     work = draw(st.lists(st.floats(10, 20_000), min_size=J, max_size=J))
-    gpus = draw(st.lists(st.sampled_from([g for g in (1, 2, 4, 8) if g <= max_g]), min_size=J, max_size=J))
+    gpus = draw(
+        st.lists(st.sampled_from([g for g in (1, 2, 4, 8) if g <= max_g]), min_size=J, max_size=J)
+    )
     models = draw(st.lists(st.integers(0, 1), min_size=J, max_size=J))
     return groups, arr, work, gpus, models
 
@@ -272,7 +282,9 @@ def test_invariants_random_instances(inst: tuple, policy: str) -> None:
     tm = make_tm(base, scaling=0.9, cpu_alpha=(0.7, 0.0), node_iota=0.02)
     cl = make_cluster(groups)
     wl = make_workload(arr, work, gpus, model=models, cpu=2.0, mem=8.0)
-    pol = {"fifo": FIFO(), "las": LAS(), "yarn_cs": YarnCS(), "fifo_bf": FIFO(backfill=True)}[policy]
+    pol = {"fifo": FIFO(), "las": LAS(), "yarn_cs": YarnCS(), "fifo_bf": FIFO(backfill=True)}[
+        policy
+    ]
     sim = Simulator(cl, wl, tm, SimConfig(round_s=300))
     prev_remaining = sim.remaining.copy()
     orig_validate = sim.validate

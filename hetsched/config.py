@@ -11,10 +11,13 @@ so ``scheduler=[fifo,las]`` selects several at once and ``scheduler.fifo.backfil
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
+
+if TYPE_CHECKING:
+    from hetsched.sim.engine import SimConfig
 
 #: The simple schedulers the main job compares by default.
 DEFAULT_SCHEDULERS: list[str] = ["fifo", "las", "yarn_cs"]
@@ -28,11 +31,71 @@ class SimSettings:
         round_s: Default round length in seconds (a scheduler's ``round_s`` overrides it).
         max_time_s: Horizon in seconds; ``null`` for none.
         max_idle_rounds: Rounds with waiting jobs and nothing running before a run is stalled.
+        failures: Node failures (see :mod:`hetsched.sim.faults`); off by default.
+        checkpoint: Periodic job checkpointing; off by default.
     """
 
     round_s: float = 60.0
     max_time_s: float | None = None
     max_idle_rounds: int = 10_000
+    failures: FailureSettings = field(default_factory=lambda: FailureSettings())
+    checkpoint: CheckpointSettings = field(default_factory=lambda: CheckpointSettings())
+
+
+@dataclass
+class FailureSettings:
+    """Node failures (``sim.failures.*``; :class:`hetsched.sim.faults.FailureSpec`).
+
+    Attributes:
+        mtbf_h: Mean time between failures of one node, hours; ``null`` = no random failures.
+        repair_h: Mean repair time, hours.
+        fixed_repair: Repairs take exactly ``repair_h``.
+        trace: Failure trace CSV (``node, fail_time_s, repair_s``), used instead of the model.
+    """
+
+    mtbf_h: float | None = None
+    repair_h: float = 1.0
+    fixed_repair: bool = False
+    trace: str | None = None
+
+
+@dataclass
+class CheckpointSettings:
+    """Periodic checkpoints (``sim.checkpoint.*``; :class:`hetsched.sim.faults.CheckpointPolicy`).
+
+    Attributes:
+        interval_s: Productive seconds between checkpoints; ``null`` = only on preemption.
+        cost_s: Seconds one checkpoint pauses the job.
+    """
+
+    interval_s: float | None = None
+    cost_s: float = 0.0
+
+
+def sim_config_from(sim: Any) -> SimConfig:
+    """Build the engine's :class:`~hetsched.sim.engine.SimConfig` from ``cfg.sim``."""
+    from hetsched.sim.engine import SimConfig
+    from hetsched.sim.faults import CheckpointPolicy, FailureSpec
+
+    f, c = sim.failures, sim.checkpoint
+    spec = FailureSpec(
+        mtbf_h=None if f.mtbf_h is None else float(f.mtbf_h),
+        repair_h=float(f.repair_h),
+        fixed_repair=bool(f.fixed_repair),
+        trace=None if f.trace is None else str(f.trace),
+    )
+    ck = None
+    if c.interval_s is not None or float(c.cost_s) > 0:
+        ck = CheckpointPolicy(
+            interval_s=None if c.interval_s is None else float(c.interval_s), cost_s=float(c.cost_s)
+        )
+    return SimConfig(
+        round_s=float(sim.round_s),
+        max_time_s=float(sim.max_time_s) if sim.max_time_s is not None else float("inf"),
+        max_idle_rounds=int(sim.max_idle_rounds),
+        checkpoint=ck,
+        failures=spec if spec.enabled else None,
+    )
 
 
 @dataclass
@@ -70,11 +133,15 @@ class OutputSettings:
         dir: Output directory; ``null`` uses Hydra's run directory.
         jobs: Also write per-job records (``jobs.csv``).
         timeline: Also write the per-round cluster timeline (``timeline.csv``).
+        plots: Also write PNG plots (``plots/``; needs matplotlib).
+        tensorboard: Also write TensorBoard scalars and figures (``tb/``; needs tensorboard).
     """
 
     dir: str | None = None
     jobs: bool = True
     timeline: bool = True
+    plots: bool = True
+    tensorboard: bool = True
 
 
 @dataclass
@@ -89,6 +156,10 @@ class EvaluateConfig:
         seed: One seed or a list of seeds; every scheduler sees the same workload per seed.
         throughput_table: Path of a throughput table ``.npz``; ``null`` = the shipped one.
         progress: Show a progress bar.
+        seeds: Alias of ``seed`` (wins when set).
+        num_seeds: If set, run this many consecutive seeds from the first given seed.
+        load: Load factor: arrival times are divided by it (2.0 = twice the arrival rate).
+        skip_done: Skip the run if its output directory already holds a complete results.csv.
     """
 
     cluster: Any = MISSING
@@ -99,6 +170,10 @@ class EvaluateConfig:
     output: OutputSettings = field(default_factory=OutputSettings)
     throughput_table: str | None = None
     progress: bool = True
+    seeds: Any = None
+    num_seeds: int | None = None
+    load: float = 1.0
+    skip_done: bool = False
 
 
 def register_configs() -> None:
@@ -108,6 +183,7 @@ def register_configs() -> None:
     cs.store(group="schema/scheduler", name="fifo", node=FIFOConf)
     cs.store(group="schema/scheduler", name="las", node=LASConf)
     cs.store(group="schema/scheduler", name="yarn_cs", node=YarnCSConf)
+    # -- more scheduler schemas (one block per module, imported here to avoid import cycles) --
 
 
 register_configs()

@@ -66,7 +66,7 @@ def run_one(
     """Run one policy on one workload and score it."""
     if hasattr(policy, "reset"):
         policy.reset(cluster, workload, throughput, rng)
-    sim = Simulator(cluster, workload, throughput, sim_config)
+    sim = Simulator(cluster, workload, throughput, sim_config, seed=seed)
     res = sim.run(policy, on_step=on_step)
     row = compute_metrics(
         res, scheduler=name, workload=workload.name, cluster=cluster.name, seed=seed

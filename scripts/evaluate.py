@@ -21,9 +21,8 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-import hetsched.config  # noqa: F401  (registers the config schemas)
+from hetsched.config import sim_config_from  # (importing it registers the config schemas)
 from hetsched.evaluation import evaluate, markdown_table, seeds_from, write_outputs
-from hetsched.sim.engine import SimConfig
 from hetsched.sim.throughput import ThroughputModel, default_throughput
 
 
@@ -44,11 +43,7 @@ def main(cfg: DictConfig) -> None:
     )
     cluster = instantiate(cfg.cluster)
     workload_factory = instantiate(cfg.workload)
-    sim_config = SimConfig(
-        round_s=float(cfg.sim.round_s),
-        max_time_s=float(cfg.sim.max_time_s) if cfg.sim.max_time_s is not None else float("inf"),
-        max_idle_rounds=int(cfg.sim.max_idle_rounds),
-    )
+    sim_config = sim_config_from(cfg.sim)
     outs = evaluate(
         _policy_factories(cfg),
         cluster=cluster,

@@ -96,7 +96,9 @@ class Placer:
         cl = state.cluster
         self.keep = keep if keep is not None else Allocation.empty()
         N = cl.num_nodes
-        self.free_gpus = cl.node_gpus - self.keep.used_gpus_per_node(N)
+        # Failed nodes (state.node_up False) offer nothing.
+        cap = np.where(state.node_up, cl.node_gpus, 0)
+        self.free_gpus = cap - self.keep.used_gpus_per_node(N)
         self.free_cpus = cl.node_cpus - self.keep.used_cpus_per_node(N)
         self.free_mem = cl.node_mem - self.keep.used_mem_per_node(N)
         self._cpu_share = cl.node_cpus / cl.node_gpus

@@ -17,6 +17,11 @@ Time is in seconds. Each *round* of length ``round_s`` (60 s for Sia, 360 s for 
    instant its remaining work reaches zero and releases its GPUs then (for accounting); its GPUs
    become schedulable at the next round boundary.
 
+Node failures (optional, :mod:`hetsched.sim.faults`): a node that is down at a round boundary
+offers nothing (``SimState.node_up``); one that fails inside a round stops its jobs at that
+instant; they lose the work since their last checkpoint and wait to be placed again. Periodic
+checkpoints cost time (an amortised rate factor). See the faults module for the exact rules.
+
 Idle time is skipped: when nothing runs and nothing waits, the clock jumps to the next arrival.
 A policy that declares ``static_when_no_pending`` (FIFO, LAS, YARN-CS) lets the engine jump over
 whole rounds in which nothing can change (no job waiting, no arrival, no completion); results are
@@ -39,6 +44,7 @@ from hetsched.sim.allocation import Allocation
 from hetsched.sim.catalog import GPU_TYPE_NAMES
 from hetsched.sim.cluster import Cluster
 from hetsched.sim.errors import AllocationError, SimulationStalledError, TraceError
+from hetsched.sim.faults import CheckpointPolicy, FailureSchedule, FailureSpec
 from hetsched.sim.throughput import ThroughputModel
 from hetsched.sim.workload import Workload
 
@@ -58,12 +64,16 @@ class SimConfig:
         max_idle_rounds: Rounds in a row with waiting jobs, nothing running and nothing placed
             before the run is declared stalled.
         record_timeline: Keep the per-round cluster timeline.
+        checkpoint: Periodic checkpointing of running jobs (None: only on preemption/restart).
+        failures: Node failure model or trace, built per run from the run's seed (None: none).
     """
 
     round_s: float = 60.0
     max_time_s: float = float("inf")
     max_idle_rounds: int = 10_000
     record_timeline: bool = True
+    checkpoint: CheckpointPolicy | None = None
+    failures: FailureSpec | None = None
 
 
 class PolicyLike(Protocol):
@@ -98,6 +108,8 @@ class SimState:
         current: The allocation of the previous round.
         free_gpus: GPUs per node not used by ``current``, shape (N,).
         last_rate: Each job's progress rate in the previous round (0 if not running), (J,).
+        node_up: Whether each node is up (not failed) now, shape (N,). A down node's
+            ``free_gpus`` is 0 and an allocation naming it is rejected.
     """
 
     time: float
@@ -116,6 +128,7 @@ class SimState:
     current: Allocation
     free_gpus: NDArray[np.int64]
     last_rate: NDArray[np.float64]
+    node_up: NDArray[np.bool_]
 
     @property
     def pending(self) -> NDArray[np.int64]:
@@ -162,6 +175,9 @@ class SimResult:
             cpus_used, mem_used`` plus ``busy_<type>`` per present GPU type.
         decision_s: Wall-clock seconds of each policy call (filled by the runner).
         end_time: Simulated time when the run stopped.
+        lost_gpu_s: GPU-seconds whose work was lost to node failures, per job, shape (J,).
+        failure_restarts: Times each job was stopped by a node failure, shape (J,).
+        node_failures: Failures that occurred during the run (all nodes).
     """
 
     cluster: Cluster
@@ -178,6 +194,9 @@ class SimResult:
     timeline: dict[str, NDArray[np.float64]]
     decision_s: list[float] = field(default_factory=list)
     end_time: float = 0.0
+    lost_gpu_s: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
+    failure_restarts: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
+    node_failures: int = 0
 
 
 class Simulator:
@@ -188,6 +207,9 @@ class Simulator:
         workload: Jobs to replay.
         throughput: Ground-truth throughput model.
         config: Engine settings.
+        failures: Node failure schedule (:class:`~hetsched.sim.faults.FailureModel` or a trace);
+            None to build one from ``config.failures`` (if set) with ``seed``.
+        seed: The run's seed, from which ``config.failures`` draws.
 
     Raises:
         TraceError: If a job can never run on this cluster (more GPUs than the cluster has of
@@ -200,11 +222,21 @@ class Simulator:
         workload: Workload,
         throughput: ThroughputModel,
         config: SimConfig | None = None,
+        failures: FailureSchedule | None = None,
+        seed: int = 0,
     ) -> None:
         self.cluster = cluster
+        self.config = config or SimConfig()
+        if failures is None and self.config.failures is not None:
+            failures = self.config.failures.build(cluster.num_nodes, seed)
+        if failures is not None and failures.num_nodes != cluster.num_nodes:
+            raise AllocationError(
+                f"failure schedule covers {failures.num_nodes} nodes but cluster {cluster.name!r} "
+                f"has {cluster.num_nodes}; build it for this cluster"
+            )
+        self.failures = failures
         self.workload = workload
         self.tm = throughput
-        self.config = config or SimConfig()
         if self.config.round_s <= 0:
             raise AllocationError(f"round_s={self.config.round_s} must be > 0")
         if workload.model.max() >= throughput.num_models:
@@ -265,6 +297,12 @@ class Simulator:
         self.last_rate = np.zeros(J)
         self.sig = np.zeros(J, dtype=np.uint64)  # placement signature of the last run
         self.current = Allocation.empty()
+        self.lost_gpu_s = np.zeros(J)
+        self.failure_restarts = np.zeros(J, dtype=np.int64)
+        self.work_since_ckpt = np.zeros(J)  # work units done since the last checkpoint
+        self.ckpt_phase = np.zeros(J)  # productive seconds since the job last (re)started
+        self.node_failures = 0
+        self.node_up = np.ones(self.cluster.num_nodes, dtype=bool)
         self._next_arrival = 0  # index of the first job not yet admitted
         self._active_lo = 0  # all jobs before this index are done
         self._idle_rounds = 0
@@ -274,6 +312,11 @@ class Simulator:
         if self._num_active() == 0 and self._next_arrival < J:
             self.time = float(self.workload.arrival[self._next_arrival])
             self._admit()
+        self._update_nodes()
+
+    def _update_nodes(self) -> None:
+        if self.failures is not None:
+            self.node_up = self.failures.node_up(self.time)
 
     # ------------------------------------------------------------------ queries
     @property
@@ -294,7 +337,8 @@ class Simulator:
 
     def state(self, round_s: float | None = None) -> SimState:
         """Snapshot for a scheduler at the current round boundary."""
-        free = self.cluster.node_gpus - self.current.used_gpus_per_node(self.cluster.num_nodes)
+        cap = np.where(self.node_up, self.cluster.node_gpus, 0)
+        free = cap - self.current.used_gpus_per_node(self.cluster.num_nodes)
         return SimState(
             time=self.time,
             round_s=float(round_s or self.config.round_s),
@@ -312,6 +356,7 @@ class Simulator:
             current=self.current,
             free_gpus=free,
             last_rate=self.last_rate,
+            node_up=self.node_up,
         )
 
     # ------------------------------------------------------------------ validation
@@ -351,6 +396,13 @@ class Simulator:
             dup = int(uniq[counts > 1][0])
             raise AllocationError(
                 f"job {str(wl.job_id[dup // N])!r} has several entries on node {dup % N}; merge them"
+            )
+        down = ~self.node_up[a.node]
+        if down.any():
+            e = int(np.flatnonzero(down)[0])
+            raise AllocationError(
+                f"job {str(wl.job_id[a.job[e]])!r} placed on node {a.node[e]}, which is down "
+                f"(failed) at t={self.time:.0f}s; use only nodes with SimState.node_up"
             )
         self._validate_sharing(a)
         used = a.used_gpus_per_node(N)
@@ -553,6 +605,9 @@ class Simulator:
         t0 = self.time
 
         rate, iso = self.job_rates(alloc)
+        ck = self.config.checkpoint
+        if ck is not None and ck.interval_s is not None:
+            rate = rate * ck.rate_factor
         running_now = np.zeros(J, dtype=bool)
         running_now[alloc.job] = True
         prev_running = self.status == RUNNING
@@ -569,6 +624,9 @@ class Simulator:
         self.delay_left[preempted] = 0.0
         first = running_now & ~started_before
         self.start_time[first] = t0
+        fresh = changed | first | preempted  # a (re)start or a preemption saves/loads a checkpoint
+        self.work_since_ckpt[fresh] = 0.0
+        self.ckpt_phase[fresh] = 0.0
 
         # How many rounds can be simulated at once.
         n_rounds = 1
@@ -581,24 +639,65 @@ class Simulator:
                 fin = self.delay_left[run_idx] + self.remaining[run_idx] / rate[run_idx]
                 horizon = min(horizon, float(fin.min()))
             horizon = min(horizon, self.config.max_time_s - t0)
+            if self.failures is not None:
+                horizon = min(horizon, self.failures.next_event_after(t0) - t0)
             if np.isfinite(horizon):
                 n_rounds = int(max(1, min(max_rounds, np.ceil(horizon / rs - 1e-9))))
             else:
                 n_rounds = max_rounds
         dt = rs * n_rounds
 
-        # Progress of running jobs.
+        # Node failures inside this step cut the running window of the jobs on those nodes.
         r = rate[run_idx]
+        window = np.full(run_idx.size, dt)
+        failed = np.zeros(run_idx.size, dtype=bool)
+        if self.failures is not None:
+            ff = self.failures.first_failure_in(t0, t0 + dt)  # (N,)
+            self.node_failures += int(np.isfinite(ff).sum())
+            if alloc.size and np.isfinite(ff[alloc.node]).any():
+                tf = np.full(J, np.inf)
+                np.minimum.at(tf, alloc.job, ff[alloc.node])
+                failed = np.isfinite(tf[run_idx])
+                window = np.where(failed, tf[run_idx] - t0, dt)
+
+        # Progress of running jobs.
         delay = self.delay_left[run_idx]
-        busy = np.minimum(delay, dt)
-        work_time = dt - busy
+        busy = np.minimum(delay, window)
+        work_time = window - busy
         need_time = self.remaining[run_idx] / r
         finishes = need_time <= work_time + 1e-9
-        held = np.where(finishes, busy + need_time, dt)
+        failed &= ~finishes
+        held = np.where(finishes, busy + need_time, window)
+        progress = np.where(finishes, self.remaining[run_idx], r * work_time)
         self.delay_left[run_idx] = delay - busy
-        self.remaining[run_idx] = np.where(finishes, 0.0, self.remaining[run_idx] - r * work_time)
+        self.remaining[run_idx] = np.where(finishes, 0.0, self.remaining[run_idx] - progress)
         fin_idx = run_idx[finishes]
         self.finish_time[fin_idx] = t0 + held[finishes]
+
+        # Checkpoints: the work since the last save is what a failure loses.
+        productive = np.where(finishes, need_time, work_time)
+        if ck is not None and ck.interval_s is not None:
+            cyc = ck.cycle_s
+            old = self.ckpt_phase[run_idx]
+            new = old + productive
+            crossed = np.floor(new / cyc) > np.floor(old / cyc)
+            since = np.where(
+                crossed, r * np.mod(new, cyc), self.work_since_ckpt[run_idx] + progress
+            )
+            self.work_since_ckpt[run_idx] = since
+            self.ckpt_phase[run_idx] = new
+        else:
+            self.work_since_ckpt[run_idx] += progress
+        fail_idx = run_idx[failed]
+        if fail_idx.size:
+            lost = self.work_since_ckpt[fail_idx]
+            self.remaining[fail_idx] += lost
+            g_fail = alloc.gpus_per_job(J)[fail_idx]
+            self.lost_gpu_s[fail_idx] += g_fail * lost / r[failed]
+            self.failure_restarts[fail_idx] += 1
+            self.work_since_ckpt[fail_idx] = 0.0
+            self.ckpt_phase[fail_idx] = 0.0
+            self.delay_left[fail_idx] = 0.0
 
         # Accounting.
         held_full = np.zeros(J)
@@ -621,11 +720,13 @@ class Simulator:
         self.status[active] = PENDING
         self.status[run_idx] = RUNNING
         self.status[fin_idx] = DONE
+        self.status[fail_idx] = PENDING
         self.last_rate = np.where(running_now, rate, 0.0)
         self.last_rate[fin_idx] = 0.0
+        self.last_rate[fail_idx] = 0.0
         self.sig = np.where(running_now, new_sig, self.sig)
-        keep = ~np.isin(alloc.job, fin_idx)
-        self.current = alloc.select(keep) if fin_idx.size else alloc
+        gone = np.concatenate([fin_idx, fail_idx])
+        self.current = alloc.select(~np.isin(alloc.job, gone)) if gone.size else alloc
 
         if self.config.record_timeline:
             busy_gpus = int(alloc.used_gpus_per_node(self.cluster.num_nodes).sum())
@@ -657,6 +758,7 @@ class Simulator:
         if self._num_active() == 0 and self._next_arrival < J:
             self.time = max(self.time, float(wl.arrival[self._next_arrival]))
             self._admit()
+        self._update_nodes()
         return RoundRecord(
             t0=t0,
             dt=dt,
@@ -738,4 +840,7 @@ class Simulator:
             effective_gpu_s=self.effective_gpu_s.copy(),
             timeline=timeline,
             end_time=self.time,
+            lost_gpu_s=self.lost_gpu_s.copy(),
+            failure_restarts=self.failure_restarts.copy(),
+            node_failures=self.node_failures,
         )

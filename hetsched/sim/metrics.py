@@ -18,7 +18,9 @@ completion C_i, JCT_i = C_i - A_i, queueing delay Q_i = S_i - A_i.
 
 Extra figures (``extended_metrics``): JCT lower bound (each job alone at its best configuration,
 metrics.md §4) and mean slowdown against it, max JCT, p99 queueing, unfinished jobs, preemptions,
-GPU-hours per type, effective utilisation, FTF p99 and fraction with rho > 1, and decision time p99.
+GPU-hours per type, effective utilisation, FTF p99 and fraction with rho > 1, decision time p99,
+and under node failures: ``node_failures`` (count), ``failure_restarts`` (mean per job) and
+``lost_gpu_hours`` (GPU time whose work a failure destroyed).
 A run with unfinished jobs has undefined JCT figures (NaN) and reports the count.
 """
 
@@ -195,6 +197,11 @@ def extended_metrics(res: SimResult) -> dict[str, float]:
         "effective_utilization": float(res.effective_gpu_s.sum() / _gpu_window(res)),
         "decision_ms_p99": float(np.percentile(dec, 99) * 1e3) if dec.size else float("nan"),
         "decision_ms_max": float(dec.max() * 1e3) if dec.size else float("nan"),
+        "node_failures": float(res.node_failures),
+        "failure_restarts": float(res.failure_restarts.mean())
+        if res.failure_restarts.size
+        else 0.0,
+        "lost_gpu_hours": float(res.lost_gpu_s.sum() / H),
     }
     for k in np.flatnonzero(res.gpu_s_by_type.sum(axis=0) > 0):
         out[f"gpu_hours_{GPU_TYPE_NAMES[k]}"] = float(res.gpu_s_by_type[:, k].sum() / H)

@@ -85,7 +85,7 @@ def sim_config_from(sim: Any) -> SimConfig:
         trace=None if f.trace is None else str(f.trace),
     )
     ck = None
-    if c.interval_s is not None or float(c.cost_s) > 0:
+    if c.interval_s is not None or float(c.cost_s) != 0:
         ck = CheckpointPolicy(
             interval_s=None if c.interval_s is None else float(c.interval_s), cost_s=float(c.cost_s)
         )
@@ -184,6 +184,9 @@ def register_configs() -> None:
     cs.store(group="schema/scheduler", name="las", node=LASConf)
     cs.store(group="schema/scheduler", name="yarn_cs", node=YarnCSConf)
     # -- more scheduler schemas (one block per module, imported here to avoid import cycles) --
+    from hetsched.agents.config import register_agent_configs
+
+    register_agent_configs()
 
 
 register_configs()

@@ -102,6 +102,12 @@ class FailureSpec:
     fixed_repair: bool = False
     trace: str | None = None
 
+    def __post_init__(self) -> None:
+        for name in ("mtbf_h", "repair_h"):
+            v = getattr(self, name)
+            if v is not None and not (np.isfinite(v) and v > 0):
+                raise FailureSpecError(f"failures.{name}={v} must be a positive number of hours")
+
     @property
     def enabled(self) -> bool:
         """Whether any failure is configured."""

@@ -4,6 +4,12 @@ For each seed the runner builds the cluster and the workload once (all randomnes
 ``numpy.random.Generator`` seeded with the seed: the workload and each scheduler get independent
 children of it), then runs every scheduler on identical copies and scores each run with
 :func:`hetsched.sim.metrics.compute_metrics`.
+
+:func:`write_outputs` writes a run directory: ``results.csv`` (one row per scheduler, workload,
+cluster and seed; written last, atomically, so its presence marks a finished run),
+``results_extended.csv``, ``summary.csv`` and ``results.md`` (mean ± 95 % CI over seeds, see
+:mod:`hetsched.reporting`), ``jobs.csv``, ``timeline.csv``, ``plots/*.png`` and TensorBoard events
+under ``tb/`` (see :mod:`hetsched.plots`).
 """
 
 from __future__ import annotations
@@ -13,12 +19,13 @@ import math
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from hetsched.reporting import summarize, summary_markdown
 from hetsched.sim.catalog import GPU_TYPE_NAMES
 from hetsched.sim.cluster import Cluster
 from hetsched.sim.engine import SimConfig, SimResult, Simulator
@@ -27,6 +34,9 @@ from hetsched.sim.throughput import ThroughputModel
 from hetsched.sim.workload import Workload
 
 WorkloadFactory = Callable[..., Workload]
+
+#: Columns that identify one run (scheduler, workload, cluster, seed).
+KEYS: tuple[str, ...] = ("scheduler", "workload", "cluster", "seed")
 
 
 @dataclass
@@ -49,6 +59,53 @@ def seeds_from(value: Any) -> list[int]:
     if not seeds:
         raise ValueError("seed list is empty; give seed=0 or seed=[0,1,2]")
     return seeds
+
+
+def resolve_seeds(seed: Any, seeds: Any = None, num_seeds: int | None = None) -> list[int]:
+    """The seeds of an evaluation from the ``seed`` / ``seeds`` / ``num_seeds`` settings.
+
+    Args:
+        seed: One seed or a list of seeds (see :func:`seeds_from`).
+        seeds: Alias of ``seed``; used instead of it when not ``None``.
+        num_seeds: If set, ``num_seeds`` consecutive seeds starting at the first given seed.
+
+    Returns:
+        The seeds, in order, without duplicates.
+
+    Raises:
+        ValueError: If ``num_seeds`` is below 1, or seeds repeat.
+    """
+    base = seeds_from(seeds if seeds is not None else seed)
+    if num_seeds is not None:
+        if int(num_seeds) < 1:
+            raise ValueError(f"num_seeds={num_seeds!r} must be >= 1 (or null to use seed as is)")
+        base = [base[0] + i for i in range(int(num_seeds))]
+    if len(set(base)) != len(base):
+        raise ValueError(f"seeds {base} repeat; give distinct seeds, e.g. seed=[0,1,2]")
+    return base
+
+
+def with_load(factory: WorkloadFactory, load: float) -> WorkloadFactory:
+    """A workload factory whose arrival times are divided by ``load``.
+
+    ``load=2`` doubles the arrival rate (same jobs, half the inter-arrival gaps); the workload is
+    renamed ``<name>@x<load>`` so results at different loads stay apart. ``load=1`` returns
+    ``factory`` unchanged.
+
+    Raises:
+        ValueError: If ``load`` is not a positive finite number.
+    """
+    load = float(load)
+    if not (math.isfinite(load) and load > 0):
+        raise ValueError(f"load={load!r} must be a positive number (1.0 = the trace as is)")
+    if load == 1.0:
+        return factory
+
+    def scaled(**kwargs: Any) -> Workload:
+        wl = factory(**kwargs)
+        return replace(wl, arrival=wl.arrival / load, name=f"{wl.name}@x{load:g}")
+
+    return scaled
 
 
 def run_one(
@@ -194,12 +251,15 @@ def job_records(out: RunOutput) -> list[dict[str, Any]]:
     res = out.result
     wl = res.workload
     used = res.gpu_s_by_type > 0
+    present = np.flatnonzero((res.cluster.gpus_per_type() > 0) | used.any(axis=0))
     recs = []
     for j in range(wl.num_jobs):
         types = "+".join(GPU_TYPE_NAMES[k] for k in np.flatnonzero(used[j]))
         recs.append(
             {
                 "scheduler": out.row["scheduler"],
+                "workload": out.row["workload"],
+                "cluster": out.row["cluster"],
                 "seed": out.row["seed"],
                 "job_id": str(wl.job_id[j]),
                 "model": res.throughput.models[int(wl.model[j])],
@@ -212,50 +272,160 @@ def job_records(out: RunOutput) -> list[dict[str, Any]]:
                 "gpu_hours": float(res.gpu_s_by_type[j].sum() / 3600.0),
                 "restarts": int(res.restarts[j]),
                 "preemptions": int(res.preemptions[j]),
+                **{
+                    f"gpu_hours_{GPU_TYPE_NAMES[k]}": float(res.gpu_s_by_type[j, k] / 3600.0)
+                    for k in present
+                },
             }
         )
     return recs
 
 
-def write_outputs(
-    outs: Sequence[RunOutput], out_dir: Path, *, jobs: bool = True, timeline: bool = True
-) -> None:
-    """Write ``results.csv``, ``results.md`` and optionally ``jobs.csv`` / ``timeline.csv``."""
-    rows = [o.row for o in outs]
-    atomic_write_text(out_dir / "results.csv", csv_text(rows, RESULT_COLUMNS))
-    extra_cols = sorted({k for o in outs for k in o.extra})
-    ext_rows = [
+def timeline_records(outs: Sequence[RunOutput]) -> list[dict[str, Any]]:
+    """Per-round cluster records of every run (``timeline.csv`` rows).
+
+    Each row: ``scheduler, workload, cluster, seed``, then the engine's timeline columns
+    (``t0, dt`` in s, ``busy_gpus, running, pending, cpus_used, mem_used, busy_<type>``) and
+    ``utilization`` (busy GPUs / cluster GPUs).
+    """
+    trs: list[dict[str, Any]] = []
+    for o in outs:
+        tl = dict(o.result.timeline)
+        if "busy_gpus" in tl:
+            tl["utilization"] = np.asarray(tl["busy_gpus"]) / max(o.result.cluster.num_gpus, 1)
+        names = sorted(tl, key=_tl_order)
+        key = {c: o.row[c] for c in ("scheduler", "workload", "cluster", "seed")}
+        cols = [np.asarray(tl[k], dtype=np.float64).tolist() for k in names]
+        trs.extend(
+            {**key, **dict(zip(names, vals, strict=True))} for vals in zip(*cols, strict=True)
+        )
+    return trs
+
+
+def extended_records(outs: Sequence[RunOutput]) -> list[dict[str, Any]]:
+    """``results_extended.csv`` rows: the result keys plus :func:`extended_metrics`."""
+    return [
         {**{c: o.row[c] for c in ("scheduler", "workload", "cluster", "seed")}, **o.extra}
         for o in outs
     ]
+
+
+def write_outputs(
+    outs: Sequence[RunOutput],
+    out_dir: Path,
+    *,
+    jobs: bool = True,
+    timeline: bool = True,
+    plots: bool = False,
+    tensorboard: bool = False,
+    confidence: float = 0.95,
+) -> str:
+    """Write a run directory; ``results.csv`` is written last, so it marks a complete run.
+
+    Files: ``results_extended.csv``, ``summary.csv`` (mean and CI half-width per scheduler),
+    ``results.md`` (summary tables, then the per-seed table), optionally ``jobs.csv``,
+    ``timeline.csv``, ``plots/{metrics,jct_cdf,gpu_share,timeline}.png`` and TensorBoard events
+    in ``tb/``, and finally ``results.csv``. Every file is written atomically.
+
+    Args:
+        outs: The runs (one per scheduler and seed; one workload and cluster).
+        out_dir: Directory to write into (created if needed).
+        jobs: Write per-job records.
+        timeline: Write the per-round cluster timeline.
+        plots: Write PNG plots (matplotlib).
+        tensorboard: Write TensorBoard scalars, figures and the summary text.
+        confidence: Confidence level of the summary intervals.
+
+    Returns:
+        The Markdown summary (as at the top of ``results.md``).
+    """
+    out_dir = Path(out_dir)
+    rows = [o.row for o in outs]
+    ext_rows = extended_records(outs)
+    extra_cols = sorted({k for o in outs for k in o.extra})
     atomic_write_text(
         out_dir / "results_extended.csv",
         csv_text(ext_rows, ["scheduler", "workload", "cluster", "seed", *extra_cols]),
     )
-    md = "# Results\n\n" + markdown_table(rows) + "\n"
+    summary = summarize(rows, ext_rows, confidence=confidence)
+    atomic_write_text(
+        out_dir / "summary.csv", csv_text(summary, list(summary[0]) if summary else [])
+    )
+    summary_md = summary_markdown(summary, confidence=confidence)
+    md = "# Results\n\n" + summary_md + "\n## Per-seed results\n\n" + markdown_table(rows) + "\n"
     atomic_write_text(out_dir / "results.md", md)
+    recs = [r for o in outs for r in job_records(o)] if (jobs or plots or tensorboard) else []
     if jobs:
-        recs = [r for o in outs for r in job_records(o)]
         atomic_write_text(out_dir / "jobs.csv", csv_text(recs, list(recs[0]) if recs else []))
+    trs = timeline_records(outs) if (timeline or plots or tensorboard) else []
     if timeline:
-        trs: list[dict[str, Any]] = []
-        for o in outs:
-            tl = o.result.timeline
-            n = len(tl.get("t0", []))
-            for i in range(n):
-                trs.append(
-                    {
-                        "scheduler": o.row["scheduler"],
-                        "seed": o.row["seed"],
-                        **{k: float(v[i]) for k, v in tl.items()},
-                    }
-                )
         cols = [
-            "scheduler",
-            "seed",
-            *sorted({k for o in outs for k in o.result.timeline}, key=_tl_order),
+            *KEYS,
+            *sorted({k for r in trs[:1] for k in r} - set(KEYS), key=_tl_order),
         ]
         atomic_write_text(out_dir / "timeline.csv", csv_text(trs, cols))
+    if (plots or tensorboard) and outs:
+        from hetsched import plots as plt_mod
+
+        num_gpus = int(outs[0].result.cluster.num_gpus)
+        title = f"{rows[0]['workload']} on {rows[0]['cluster']}"
+        figs = plt_mod.make_figures(summary, recs, trs, num_gpus=num_gpus, title=title)
+        if plots:
+            plt_mod.save_figures(figs, out_dir / "plots")
+        if tensorboard:
+            plt_mod.write_tensorboard(
+                out_dir / "tb",
+                rows,
+                summary_md=summary_md,
+                timeline=trs,
+                figures=figs,
+                num_gpus=num_gpus,
+            )
+    atomic_write_text(out_dir / "results.csv", csv_text(rows, RESULT_COLUMNS))
+    return summary_md
+
+
+def read_csv_rows(path: Path) -> list[dict[str, str]]:
+    """Rows of a CSV file with a header, as dicts of strings."""
+    with Path(path).open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def results_complete(
+    out_dir: Path,
+    schedulers: Iterable[str],
+    seeds: Iterable[int],
+    cluster: str | None = None,
+) -> bool:
+    """Whether ``out_dir/results.csv`` already holds every (scheduler, seed) of a run.
+
+    Args:
+        out_dir: The run directory.
+        schedulers: Scheduler names the run evaluates.
+        seeds: Seeds the run evaluates.
+        cluster: If given, the rows must also be for this cluster name.
+
+    Returns:
+        True if the file exists, has the :data:`RESULT_COLUMNS` header and a row for every
+        (scheduler, seed) pair; False otherwise (including an unreadable file).
+    """
+    path = Path(out_dir) / "results.csv"
+    if not path.is_file():
+        return False
+    try:
+        with path.open(newline="") as fh:
+            reader = csv.DictReader(fh)
+            if tuple(reader.fieldnames or ()) != RESULT_COLUMNS:
+                return False
+            have = {
+                (r["scheduler"], int(r["seed"]))
+                for r in reader
+                if cluster is None or r["cluster"] == cluster
+            }
+    except (OSError, ValueError, KeyError, csv.Error):
+        return False
+    want = {(str(s), int(d)) for s in schedulers for d in seeds}
+    return want <= have
 
 
 def _tl_order(name: str) -> tuple[int, str]:

@@ -1,0 +1,119 @@
+"""Summary tables: mean and 95 % CI over seeds, best per column, JCT ratios (hand-computed)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from hetsched.reporting import best_mask, mean_ci, summarize, summary_markdown
+
+T2 = 4.302652729911275  # Student t, 2 degrees of freedom, 97.5 % quantile
+
+
+def _rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Two schedulers x three seeds, one workload and cluster, with lower bounds per seed."""
+    jct = {"a": [1.0, 2.0, 3.0], "b": [2.0, 3.0, 4.0]}
+    util = {"a": [0.5, 0.5, 0.5], "b": [0.6, 0.6, 0.9]}
+    lb = [0.5, 1.0, 1.0]
+    rows, ext = [], []
+    for s in ("a", "b"):
+        for seed in range(3):
+            key = {"scheduler": s, "workload": "w", "cluster": "c", "seed": seed}
+            rows.append({**key, "avg_jct_h": jct[s][seed], "utilization": util[s][seed]})
+            ext.append({**key, "lb_avg_jct_h": lb[seed]})
+    return rows, ext
+
+
+def test_mean_ci_hand_computed() -> None:
+    m, h = mean_ci([1.0, 2.0, 3.0])
+    assert m == pytest.approx(2.0)
+    assert h == pytest.approx(T2 * 1.0 / math.sqrt(3))  # sample sd = 1
+    m1, h1 = mean_ci([5.0])
+    assert m1 == 5.0 and math.isnan(h1)
+    assert all(math.isnan(v) for v in mean_ci([]))
+    m_nan, h_nan = mean_ci([1.0, float("nan")])
+    assert math.isnan(m_nan) and math.isnan(h_nan)  # an undefined seed is never dropped
+    _, h90 = mean_ci([1.0, 2.0, 3.0], confidence=0.9)
+    assert h90 < h
+    with pytest.raises(ValueError, match="confidence"):
+        mean_ci([1.0, 2.0], confidence=95)
+
+
+def test_summarize_known_results() -> None:
+    rows, ext = _rows()
+    summ = summarize(rows, ext, metrics=("avg_jct_h", "utilization"))
+    assert [r["scheduler"] for r in summ] == ["a", "b"]
+    a, b = summ
+    assert a["n_seeds"] == 3 and a["seeds"] == "0;1;2"
+    assert a["avg_jct_h_mean"] == pytest.approx(2.0)
+    assert a["avg_jct_h_ci95"] == pytest.approx(T2 / math.sqrt(3))
+    assert b["avg_jct_h_mean"] == pytest.approx(3.0)
+    assert b["utilization_mean"] == pytest.approx(0.7)
+    assert b["utilization_ci95"] == pytest.approx(T2 * math.sqrt(0.03) / math.sqrt(3))
+    assert a["utilization_ci95"] == pytest.approx(0.0)
+    # Ratio to the best mean avg JCT, and mean per-seed ratio to the lower bound.
+    assert a["jct_vs_best"] == pytest.approx(1.0)
+    assert b["jct_vs_best"] == pytest.approx(1.5)
+    assert a["jct_vs_lb"] == pytest.approx((2 + 2 + 3) / 3)
+    assert b["jct_vs_lb"] == pytest.approx((4 + 3 + 4) / 3)
+
+
+def test_summarize_accepts_csv_strings_and_missing_extended() -> None:
+    rows, _ = _rows()
+    as_text = [{k: str(v) for k, v in r.items()} for r in rows]
+    summ = summarize(as_text, None, metrics=("avg_jct_h",))
+    assert summ[1]["avg_jct_h_mean"] == pytest.approx(3.0)
+    assert math.isnan(summ[0]["jct_vs_lb"])
+
+
+def test_markdown_bolds_best_per_column() -> None:
+    rows, ext = _rows()
+    summ = summarize(rows, ext, metrics=("avg_jct_h", "utilization"))
+    md = summary_markdown(summ, metrics=("avg_jct_h", "utilization"))
+    lines = md.splitlines()
+    assert lines[0] == "## w on c: mean ± 95 % CI over 3 seeds"
+    header = next(ln for ln in lines if ln.startswith("| scheduler"))
+    assert [c.strip() for c in header.strip("|").split("|")] == [
+        "scheduler",
+        "avg_jct_h",
+        "jct/best",
+        "jct/LB",
+        "utilization",
+    ]
+    row_a = next(ln for ln in lines if ln.startswith("| a "))
+    row_b = next(ln for ln in lines if ln.startswith("| b "))
+    cells_a = [c.strip() for c in row_a.strip("|").split("|")]
+    cells_b = [c.strip() for c in row_b.strip("|").split("|")]
+    # a has the lower JCT (bold), b the higher utilisation (bold: higher is better).
+    assert cells_a[1] == "**2.000** ± 2.484"
+    assert cells_b[1] == "3.000 ± 2.484"
+    assert cells_a[2] == "**1.000**" and cells_b[2] == "1.500"
+    assert cells_a[3] == "**2.333**" and cells_b[3] == "3.667"
+    assert cells_a[4] == "0.500 ± 0.000"
+    assert cells_b[4] == "**0.700** ± 0.430"
+
+
+def test_markdown_one_section_per_group_and_single_seed() -> None:
+    rows = [
+        {"scheduler": s, "workload": w, "cluster": "c", "seed": 0, "avg_jct_h": v}
+        for w, s, v in (("w1", "a", 1.0), ("w1", "b", 2.0), ("w2", "a", 5.0), ("w2", "b", 4.0))
+    ]
+    md = summary_markdown(summarize(rows, metrics=("avg_jct_h",)), metrics=("avg_jct_h",))
+    assert "## w1 on c: mean ± 95 % CI over 1 seed\n" in md
+    assert "## w2 on c" in md
+    table = md.split("## w2 on c")[1].split("| scheduler")[1].split("Cells:")[0]
+    cells = {
+        ln.strip("|").split("|")[0].strip(): [c.strip() for c in ln.strip("|").split("|")[1:]]
+        for ln in table.strip().splitlines()[2:]
+    }
+    assert cells["b"][0] == "**4.000**" and cells["a"][0] == "5.000"
+    assert cells["a"][1] == "1.250"  # jct/best
+    assert "±" not in table  # one seed: no interval
+
+
+def test_best_mask_directions_ties_and_nan() -> None:
+    assert best_mask([2.0, 1.0, 1.0], "avg_jct_h") == [False, True, True]
+    assert best_mask([0.2, 0.9, float("nan")], "utilization") == [False, True, False]
+    assert best_mask([1.0, float("nan")], "avg_jct_h") == [False, False]  # nothing to compare

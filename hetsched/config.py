@@ -184,9 +184,9 @@ def register_configs() -> None:
     cs.store(group="schema/scheduler", name="las", node=LASConf)
     cs.store(group="schema/scheduler", name="yarn_cs", node=YarnCSConf)
     # -- more scheduler schemas (one block per module, imported here to avoid import cycles) --
-    from hetsched.agents.config import register_agent_configs
+    from hetsched.baselines.hadar import HadarConf
 
-    register_agent_configs()
+    cs.store(group="schema/scheduler", name="hadar", node=HadarConf)
 
 
 register_configs()

@@ -1,0 +1,285 @@
+"""Policy decision time per round as the cluster grows (64 -> 2048 GPUs).
+
+For each selected policy and cluster size the benchmark builds Sia's heterogeneous 64-GPU node
+mix scaled by 1, 4, 16 and 32 (:func:`hetsched.sim.clusters.scaled_cluster`: 64, 256, 1024 and
+2048 GPUs of T4 / RTX 2080 Ti / A100, the ``sia_64`` and ``large_2048`` presets at the ends), a
+Philly busiest-window workload of ``--jobs-per-gpu`` x GPUs jobs (elastic by default, so Sia and
+Pollux may resize; arrivals compressed into the first ``--arrival-span-s`` seconds so that active
+jobs ~ 1.5 x GPUs), and runs the simulator with the policy itself for ``--warm-s`` simulated
+seconds (at the policy's own round length, at most ``--max-warm`` rounds) so the state is a
+realistic mid-run one: every job arrived, about one per GPU running, the rest waiting. The
+default warm-up covers one Gavel reset period (1920 s), so Gavel's timed window holds a
+throttled LP re-solve (counted in ``note``). It then times ``--decisions`` further calls of
+``policy.decide`` (each followed by the engine's ``advance``) and reports the median and max
+milliseconds per decision, with the first (cold) decision and the active-job count beside them.
+
+Targets (project brief): Gavel LAS under 1 s and Sia under 5 s per decision at 2048 GPUs on the
+2-core development machine.
+
+Examples::
+
+    python scripts/bench_policies.py                                 # every policy, 4 sizes
+    python scripts/bench_policies.py --quick                         # 64 and 256 GPUs, 3 decisions
+    python scripts/bench_policies.py --policies gavel sia --sizes 2048 --decisions 5
+    python scripts/bench_policies.py --out outputs/bench_policies    # also write .md / .csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hetsched.evaluation import atomic_write_text, csv_text, markdown_table  # noqa: E402
+from hetsched.sim.cluster import Cluster  # noqa: E402
+from hetsched.sim.clusters import scaled_cluster  # noqa: E402
+from hetsched.sim.engine import SimConfig, Simulator  # noqa: E402
+from hetsched.sim.throughput import ThroughputModel, default_throughput  # noqa: E402
+from hetsched.sim.workload import Workload  # noqa: E402
+
+CONF = Path(__file__).resolve().parents[1] / "conf"
+POLICIES: tuple[str, ...] = (
+    "fifo",
+    "las",
+    "yarn_cs",
+    "gavel",
+    "gavel_agnostic",
+    "sia",
+    "pollux",
+    "hadar",
+)
+SIZES: tuple[int, ...] = (64, 256, 1024, 2048)
+#: Sia's heterogeneous 64-GPU node mix (conf/cluster/sia_64.yaml).
+BASE_NODES: list[dict[str, Any]] = [
+    {"gpu_type": "t4", "count": 6, "gpus": 4, "cpus": 48, "mem_gib": 192},
+    {"gpu_type": "rtx2080ti", "count": 3, "gpus": 8, "cpus": 64, "mem_gib": 384},
+    {"gpu_type": "a100", "count": 2, "gpus": 8, "cpus": 256, "mem_gib": 1024},
+]
+COLUMNS: tuple[str, ...] = (
+    "policy",
+    "gpus",
+    "nodes",
+    "jobs",
+    "active",
+    "running",
+    "first_ms",
+    "median_ms",
+    "max_ms",
+    "timed",
+    "note",
+)
+
+
+def make_cluster(gpus: int) -> Cluster:
+    """Sia's 64-GPU mix scaled to ``gpus`` (a multiple of 64)."""
+    if gpus % 64 or gpus < 64:
+        raise SystemExit(f"--sizes {gpus}: every size must be a positive multiple of 64 GPUs")
+    return scaled_cluster(f"sia_x{gpus // 64}", BASE_NODES, gpus // 64)
+
+
+def make_policies(names: Sequence[str]) -> dict[str, Any]:
+    """The scheduler presets ``conf/scheduler/<name>.yaml`` as Hydra config nodes."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    import hetsched.config  # noqa: F401  (registers the schemas)
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose("evaluate", overrides=[f"scheduler=[{','.join(names)}]"])
+    return {str(k): v for k, v in cfg.scheduler.items()}
+
+
+def make_workload(
+    cluster: Cluster, tm: ThroughputModel, jobs: int, elastic: bool, seed: int, span_s: float
+) -> Workload:
+    """The Philly busiest window of ``jobs`` jobs for ``cluster`` (sizes capped to its pools).
+
+    Arrival times are scaled linearly into ``[0, span_s]`` seconds (order kept).
+    """
+    from hetsched.sim import traces
+
+    wl = traces.philly(
+        throughput=tm,
+        cluster=cluster,
+        rng=np.random.default_rng(seed),
+        num_jobs=jobs,
+        busiest=True,
+        elastic=elastic,
+        max_gpus_policy="cap",
+    )
+    top = float(wl.arrival.max())
+    if top > span_s > 0:
+        wl = replace(wl, arrival=wl.arrival * (span_s / top))
+    return wl
+
+
+def bench_one(
+    name: str,
+    node: Any,
+    cluster: Cluster,
+    tm: ThroughputModel,
+    wl: Workload,
+    *,
+    warm_s: float,
+    max_warm: int,
+    decisions: int,
+    budget_s: float,
+    seed: int,
+) -> dict[str, Any]:
+    """Warm the simulator with the policy, then time ``decisions`` decisions.
+
+    Returns:
+        One table row (see :data:`COLUMNS`); times in milliseconds.
+    """
+    from hydra.utils import instantiate
+
+    pol = instantiate(node)
+    pol.reset(cluster, wl, tm, np.random.default_rng(seed))
+    round_s = float(getattr(pol, "round_s", None) or 60.0)
+    sim = Simulator(cluster, wl, tm, SimConfig(round_s=round_s))
+    warm = min(max_warm, math.ceil(warm_s / round_s))
+    solves0 = 0
+    times: list[float] = []
+    active: list[int] = []
+    running: list[int] = []
+    first = float("nan")
+    note = ""
+    t_start = time.perf_counter()
+    for r in range(warm + decisions):
+        if sim.done:
+            note = f"finished after {r} rounds"
+            break
+        st = sim.state(round_s)
+        gc.collect()
+        t0 = time.perf_counter()
+        alloc = pol.decide(st)
+        dt = time.perf_counter() - t0
+        if r == 0:
+            first = dt
+        if r == warm - 1 or (warm == 0 and r == 0):
+            solves0 = int(getattr(pol, "solves", 0)) if warm else 0
+        if r >= warm:
+            times.append(dt)
+            active.append(int(st.active.size))
+            running.append(int(np.unique(alloc.job).size))
+        sim.advance(alloc, round_s=round_s)
+        if time.perf_counter() - t_start > budget_s and r + 1 < warm + decisions:
+            note = f"stopped by --budget-s after {r + 1} rounds"
+            break
+    ms = [1e3 * t for t in times]
+    if hasattr(pol, "solves"):
+        note = f"{int(pol.solves) - solves0} solves timed; {note}".rstrip("; ")
+    nan = float("nan")
+    return {
+        "policy": name,
+        "gpus": int(cluster.node_gpus.sum()),
+        "nodes": int(cluster.num_nodes),
+        "jobs": int(wl.num_jobs),
+        "active": int(statistics.median(active)) if active else 0,
+        "running": int(statistics.median(running)) if running else 0,
+        "first_ms": 1e3 * first,
+        "median_ms": statistics.median(ms) if ms else nan,
+        "max_ms": max(ms) if ms else nan,
+        "timed": len(ms),
+        "note": note,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Parse the command line, benchmark every (policy, size) and print a Markdown table."""
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--policies", nargs="+", default=list(POLICIES), choices=list(POLICIES))
+    ap.add_argument("--sizes", nargs="+", type=int, default=list(SIZES), help="GPUs (x64)")
+    ap.add_argument("--jobs-per-gpu", type=float, default=1.5, help="workload jobs per GPU")
+    ap.add_argument("--warm-s", type=float, default=1920.0, help="simulated warm-up seconds")
+    ap.add_argument("--max-warm", type=int, default=12, help="at most this many warm-up rounds")
+    ap.add_argument("--decisions", type=int, default=8, help="timed decisions per cell")
+    ap.add_argument(
+        "--arrival-span-s", type=float, default=600.0, help="arrivals scaled into [0, span]"
+    )
+    ap.add_argument("--rigid", action="store_true", help="rigid jobs (default: elastic 1..2x)")
+    ap.add_argument(
+        "--budget-s", type=float, default=300.0, help="wall budget per (policy, size) cell"
+    )
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", type=Path, default=None, help="write bench_policies.{md,csv} here")
+    ap.add_argument("--quick", action="store_true", help="64 and 256 GPUs, 3 warm, 3 timed")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.sizes = [s for s in args.sizes if s <= 256] or [64]
+        args.max_warm, args.decisions = 3, 3
+    from tqdm.auto import tqdm
+
+    tm = default_throughput()
+    nodes = make_policies(args.policies)
+    rows: list[dict[str, Any]] = []
+    cells = [(g, p) for g in args.sizes for p in args.policies]
+    bar = tqdm(cells, desc="bench", unit="cell")
+    wl_cache: dict[int, Any] = {}
+    for gpus, name in bar:
+        bar.set_postfix_str(f"{name} @ {gpus} GPUs")
+        cluster = make_cluster(gpus)
+        if gpus not in wl_cache:
+            jobs = max(1, round(args.jobs_per_gpu * gpus))
+            wl_cache = {
+                gpus: make_workload(
+                    cluster, tm, jobs, not args.rigid, args.seed, args.arrival_span_s
+                )
+            }
+        try:
+            row = bench_one(
+                name,
+                nodes[name],
+                cluster,
+                tm,
+                wl_cache[gpus],
+                warm_s=args.warm_s,
+                max_warm=args.max_warm,
+                decisions=args.decisions,
+                budget_s=args.budget_s,
+                seed=args.seed,
+            )
+        except Exception as err:  # report a broken policy and go on with the others
+            row = {"policy": name, "gpus": gpus, "note": f"error: {type(err).__name__}: {err}"}
+        rows.append(row)
+        tqdm.write(
+            f"{name:>14} {gpus:>5} GPUs: median {row.get('median_ms', float('nan')):.1f} ms, "
+            f"max {row.get('max_ms', float('nan')):.1f} ms {row.get('note', '')}"
+        )
+    bar.close()
+    cmd = "python scripts/bench_policies.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    header = (
+        f"Command: `{cmd.strip()}` on {platform.node() or 'unknown host'} "
+        f"({os.cpu_count()} CPUs, Python {platform.python_version()}); "
+        f"warm-up min({args.max_warm} rounds, {args.warm_s:.0f} s), then {args.decisions} timed "
+        f"decisions per cell; {args.jobs_per_gpu} Philly jobs per GPU "
+        f"({'rigid' if args.rigid else 'elastic'}, arrivals in {args.arrival_span_s:.0f} s)."
+    )
+    table = markdown_table(rows, COLUMNS)
+    print(header + "\n\n" + table)
+    if args.out:
+        atomic_write_text(args.out / "bench_policies.md", header + "\n\n" + table + "\n")
+        atomic_write_text(args.out / "bench_policies.csv", csv_text(rows, COLUMNS))
+
+
+if __name__ == "__main__":
+    main()

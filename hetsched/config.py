@@ -188,5 +188,9 @@ def register_configs() -> None:
 
     cs.store(group="schema/scheduler", name="hadar", node=HadarConf)
 
+    from hetsched.baselines.gavel import register_gavel_configs
+
+    register_gavel_configs()
+
 
 register_configs()

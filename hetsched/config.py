@@ -187,7 +187,11 @@ def register_configs() -> None:
     from hetsched.baselines.hadar import HadarConf
 
     cs.store(group="schema/scheduler", name="hadar", node=HadarConf)
+    from hetsched.baselines.pollux import PolluxConf
+    from hetsched.baselines.sia import SiaConf
 
+    cs.store(group="schema/scheduler", name="sia", node=SiaConf)
+    cs.store(group="schema/scheduler", name="pollux", node=PolluxConf)
     from hetsched.baselines.gavel import register_gavel_configs
 
     register_gavel_configs()

@@ -1,0 +1,75 @@
+"""Gymnasium and PettingZoo environments over the hetsched simulator.
+
+Importing this package registers
+
+* ``hetsched/Cluster-v0`` with PettingZoo's registry (``pettingzoo.make("parallel", ...)``, when
+  the installed PettingZoo has one) -- :class:`ClusterParallelEnv`, one agent per node;
+* ``hetsched/ClusterCentral-v0`` with Gymnasium (``gymnasium.make``) -- :class:`ClusterCentralEnv`,
+  one centralised agent.
+
+The plain factories :func:`parallel_env` and :func:`env` (AEC) work with any PettingZoo version.
+Everything under :mod:`hetsched.sim` stays free of RL imports; this package only wraps it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+import pettingzoo
+
+from hetsched.envs.central_env import ClusterCentralEnv
+from hetsched.envs.cluster_env import INFO_KEYS, ClusterParallelEnv, env, parallel_env, raw_env
+from hetsched.envs.spaces import ActionCodec, EnvSettings, LevelSets, RewardWeights
+
+#: Multi-agent (PettingZoo parallel) env ids.
+PARALLEL_ENV_IDS: tuple[str, ...] = ("hetsched/Cluster-v0",)
+#: Single-agent (Gymnasium) env ids.
+GYM_ENV_IDS: tuple[str, ...] = ("hetsched/ClusterCentral-v0",)
+
+
+def register_envs() -> None:
+    """Register both ids (idempotent)."""
+    if "hetsched/ClusterCentral-v0" not in gymnasium.registry:
+        gymnasium.register(
+            id="hetsched/ClusterCentral-v0",
+            entry_point="hetsched.envs:ClusterCentralEnv",
+            disable_env_checker=False,
+        )
+    reg = getattr(pettingzoo, "register", None)
+    if reg is not None:
+        for kind, entry in (("parallel", "parallel_env"), ("aec", "env")):
+            registry = getattr(pettingzoo, f"{kind}_registry", {})
+            if "hetsched/Cluster-v0" not in registry:
+                reg(kind, "hetsched/Cluster-v0", f"hetsched.envs.cluster_env:{entry}")
+
+
+def make_parallel(env_id: str = "hetsched/Cluster-v0", **kwargs: Any) -> ClusterParallelEnv:
+    """Build a registered parallel env by id (through PettingZoo's registry when present)."""
+    if env_id not in PARALLEL_ENV_IDS:
+        raise ValueError(f"unknown parallel env id {env_id!r}; known: {list(PARALLEL_ENV_IDS)}")
+    mk = getattr(pettingzoo, "make", None)
+    if mk is not None:
+        out = mk("parallel", env_id, **kwargs)
+        return out
+    return parallel_env(**kwargs)
+
+
+register_envs()
+
+__all__ = [
+    "GYM_ENV_IDS",
+    "INFO_KEYS",
+    "PARALLEL_ENV_IDS",
+    "ActionCodec",
+    "ClusterCentralEnv",
+    "ClusterParallelEnv",
+    "EnvSettings",
+    "LevelSets",
+    "RewardWeights",
+    "env",
+    "make_parallel",
+    "parallel_env",
+    "raw_env",
+    "register_envs",
+]

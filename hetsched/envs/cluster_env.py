@@ -1,0 +1,496 @@
+"""PettingZoo ``ParallelEnv`` over the simulator: one agent per node (``hetsched/Cluster-v0``).
+
+See :class:`ClusterParallelEnv` for the spaces, the decision rules and the reward.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium.utils import seeding
+from numpy.typing import NDArray
+from pettingzoo import ParallelEnv
+from pettingzoo.utils import parallel_to_aec
+from pettingzoo.utils.env import AECEnv
+
+from hetsched.envs.core import ClaimResult, EnvCore, StepStats
+from hetsched.envs.presets import (
+    WorkloadFactory,
+    as_failure_spec,
+    resolve_cluster,
+    resolve_throughput,
+    resolve_workload,
+)
+from hetsched.envs.spaces import EnvSettings, LevelSets, RewardWeights
+from hetsched.sim.allocation import Allocation
+from hetsched.sim.catalog import GPU_TYPE_NAMES
+from hetsched.sim.cluster import Cluster
+from hetsched.sim.engine import SimResult
+from hetsched.sim.faults import FailureSpec
+from hetsched.sim.metrics import compute_metrics
+from hetsched.sim.throughput import ThroughputModel
+from hetsched.sim.workload import Workload
+
+#: Default preset overrides of the small default workload (fast checkers and examples).
+DEFAULT_WORKLOAD_KWARGS: dict[str, Any] = {"num_jobs": 48}
+
+#: Numeric info keys every agent gets at reset and at every step (fixed order and shapes).
+INFO_KEYS: tuple[str, ...] = (
+    "reward_jobs",
+    "reward_makespan",
+    "reward_conflict",
+    "reward_invalid",
+    "jobs_in_system_s",
+    "rounds_advanced",
+    "placed_jobs",
+    "conflicts",
+    "gang_failed",
+    "invalid_actions",
+    "invalid_action",
+    "conflict",
+    "placed",
+    "num_legal_actions",
+    "sim_time_s",
+    "decision_step",
+    "stalled",
+    "action_mask",
+)
+
+
+def reward_parts(stats: StepStats, weights: RewardWeights, z: float) -> dict[str, float]:
+    """Weighted reward components of one step (their sum is the team reward)."""
+    return {
+        "reward_jobs": -weights.jobs * stats.jobs_s / z,
+        "reward_makespan": -weights.makespan * stats.makespan_s / 3600.0 if stats.terminal else 0.0,
+        "reward_conflict": -weights.conflict * float(stats.conflicts + stats.gang_failed),
+        "reward_invalid": -weights.invalid * float(stats.invalid),
+    }
+
+
+class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
+    """Multi-agent cluster scheduling: each node is an agent that claims jobs for itself.
+
+    **Agents.** ``node_0 .. node_{N-1}``, constant for the episode. A full (or down) node stays
+    an agent with only the no-op legal. Every live agent acts at every step; a missing action is
+    a no-op.
+
+    **Observation** per agent: ``Dict({"observation": Box(0, 1, (D,), float32),
+    "action_mask": Box(0, 1, (A,), int8)})``, where the observation is, slice by slice (see
+    :mod:`hetsched.envs.features` for every feature and :meth:`observation_slices` for the
+    offsets):
+
+    * own node (``T + 7 + R (M + 9)``): GPU-type one-hot (T = 7 catalogue types), free/total
+      GPUs, node size, free CPU, free memory, up flag, resident count, interference; R padded
+      slots of the node's jobs (model one-hot over the M throughput-table models, GPUs, CPUs,
+      memory held, CPU/memory ratio to request, remaining work, attained service, new flag);
+    * candidate window (``K (14 + M + L_c + L_m)``): the same K waiting jobs in the same global
+      order (arrival, or least attained service) for every agent: requested/min/max GPUs,
+      elasticity, model one-hot, sensitivity (phi at each CPU and memory level), waiting time,
+      attained service, estimated remaining time, then for this node: CPU and memory request vs
+      the node's per-GPU share, isolated throughput on this node's type relative to the fastest
+      allowed type, type allowed, any legal action, fits at 1x;
+    * global (``T + 6``): queue length, placed jobs, utilisation per GPU type, free GPUs,
+      round progress, finished and arrived fractions.
+
+    All features lie in [0, 1]. ``state()`` is a flat float32 vector (all node blocks, the
+    node-independent window features plus per-type relative throughput, the global block).
+
+    **Action** per agent: ``Discrete(A)``, ``A = 1 + K L_g L_c L_m`` (289 with the defaults);
+    0 is the no-op, ``a >= 1`` claims window slot ``k`` at GPU level ``g``, CPU level ``c`` and
+    memory level ``m`` (:class:`hetsched.envs.spaces.ActionCodec`). The mask allows a claim iff
+    the slot holds a job, its GPU-type constraint admits the node, the GPUs/CPU/memory fit the
+    node's free capacity (or, for a job larger than what the node can host, the node has
+    capacity and its GPU type has enough in total for a same-type gang), memory stays above the
+    job's floor and the throughput at that size is positive. An illegal or malformed action
+    becomes a no-op and is counted (``infos[a]["invalid_action"]``).
+
+    **Rounds and conflicts.** See :mod:`hetsched.envs.core`: several decision steps per round;
+    time advances when a step places nothing, nothing more fits, or after
+    ``max_decisions_per_round`` steps; conflicting single-node claims go to the lowest agent
+    index (``conflict_rule``), multi-node jobs are filled from same-type claims.
+
+    **Reward** (team, identical for all agents): ``reward_jobs + reward_makespan +
+    reward_conflict + reward_invalid`` (:class:`~hetsched.envs.spaces.RewardWeights`), each
+    component in the infos. **Episode end:** terminated when every job has finished; truncated
+    after ``max_cycles`` steps (never after step 1), at ``max_time_s``, or when waiting jobs can
+    never be placed (``stalled``).
+
+    Args:
+        cluster: A Cluster, a preset name (``conf/cluster``) or a node-spec mapping.
+        workload: A Workload, a preset name (``conf/workload``) or a factory
+            ``f(throughput=, cluster=, rng=)``; a factory draws a new workload each reset.
+        throughput: Throughput model, a table path, or None for the shipped table.
+        seed: Seed of the first reset when ``reset`` gets none.
+        window: Candidate window K.
+        resident_slots: Resident-job slots R per node.
+        levels: Level sets (:class:`~hetsched.envs.spaces.LevelSets` or a mapping).
+        reward_weights: Reward weights (a :class:`RewardWeights` or a mapping).
+        max_cycles: Truncation after this many steps (>= 2).
+        round_s: Round length in seconds.
+        max_decisions_per_round: Decision steps after which time advances anyway.
+        advance: ``"round"``, ``"no_pending"`` or ``"event"`` (see :class:`EnvSettings`).
+        skip_idle: Advance by itself while no agent has a legal placement.
+        window_order: ``"arrival"`` or ``"attained"``.
+        conflict_rule: ``"lowest_index"``, ``"best_fit"`` or ``"most_free"``.
+        workload_kwargs: Overrides of a workload preset's fields, or extra factory kwargs
+            (default for the ``"philly"`` preset: :data:`DEFAULT_WORKLOAD_KWARGS`).
+        max_time_s: Simulation horizon in seconds.
+        validate_allocations: Let the engine re-check every allocation (debugging).
+        render_mode: ``"ansi"``, ``"rgb_array"``, ``"human"`` (prints the ansi text) or None.
+        failures: Node failures, a :class:`~hetsched.sim.faults.FailureSpec` or a mapping of
+            its fields (``{"mtbf_h": 24, "repair_h": 1}``); None: no failures. A down node
+            stays an agent whose only legal action is the no-op (``node_up`` feature 0).
+    """
+
+    metadata: dict[str, Any] = {
+        "name": "hetsched_cluster_v0",
+        "render_modes": ["ansi", "rgb_array", "human"],
+        "is_parallelizable": True,
+        "render_fps": 4,
+    }
+
+    def __init__(
+        self,
+        cluster: Cluster | str | Mapping[str, Any] = "sia_64",
+        workload: Workload | str | WorkloadFactory = "philly",
+        *,
+        throughput: ThroughputModel | str | None = None,
+        seed: int | None = None,
+        window: int = 8,
+        resident_slots: int = 4,
+        levels: LevelSets | Mapping[str, Any] | None = None,
+        reward_weights: RewardWeights | Mapping[str, float] | None = None,
+        max_cycles: int = 20_000,
+        round_s: float = 60.0,
+        max_decisions_per_round: int = 32,
+        advance: str = "no_pending",
+        skip_idle: bool = True,
+        window_order: str = "arrival",
+        conflict_rule: str = "lowest_index",
+        workload_kwargs: Mapping[str, Any] | None = None,
+        max_time_s: float | None = None,
+        validate_allocations: bool = False,
+        render_mode: str | None = None,
+        failures: FailureSpec | Mapping[str, Any] | None = None,
+    ) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(
+                f"render_mode={render_mode!r} is not one of {self.metadata['render_modes']}"
+            )
+        self.render_mode = render_mode
+        self.settings = EnvSettings(
+            window=window,
+            resident_slots=resident_slots,
+            levels=LevelSets.from_any(levels),
+            reward_weights=RewardWeights.from_any(reward_weights),
+            max_cycles=max_cycles,
+            round_s=round_s,
+            max_decisions_per_round=max_decisions_per_round,
+            advance=advance,
+            skip_idle=skip_idle,
+            window_order=window_order,
+            conflict_rule=conflict_rule,
+            max_time_s=max_time_s,
+            validate_allocations=validate_allocations,
+        )
+        self.max_cycles = self.settings.max_cycles
+        tm = resolve_throughput(throughput)
+        cl = resolve_cluster(cluster)
+        if workload_kwargs is None and workload == "philly":
+            workload_kwargs = DEFAULT_WORKLOAD_KWARGS
+        wl = resolve_workload(workload, workload_kwargs)
+        self.core = EnvCore(cl, wl, tm, self.settings, failures=as_failure_spec(failures))
+        self.z = 3600.0 * cl.num_gpus / 8.0
+        N = cl.num_nodes
+        self.possible_agents: list[str] = [f"node_{i}" for i in range(N)]
+        self.agents: list[str] = []
+        self.agent_index = {a: i for i, a in enumerate(self.possible_agents)}
+        lay = self.core.layout
+        A = self.core.codec.n
+        self.num_actions = A
+        self.observation_spaces = {
+            a: gymnasium.spaces.Dict(
+                {
+                    "observation": gymnasium.spaces.Box(0.0, 1.0, (lay.obs_dim,), np.float32),
+                    "action_mask": gymnasium.spaces.Box(0, 1, (A,), np.int8),
+                }
+            )
+            for a in self.possible_agents
+        }
+        self.action_spaces = {a: gymnasium.spaces.Discrete(A) for a in self.possible_agents}
+        self.state_space = gymnasium.spaces.Box(0.0, 1.0, (lay.state_dim,), np.float32)
+        self._seed = seed
+        self.np_random, _ = seeding.np_random(seed)
+        self._steps = 0
+        self._obs: NDArray[np.float32] | None = None
+        self._zero_info = dict.fromkeys(INFO_KEYS[:-1], 0.0)
+
+    # ------------------------------------------------------------------ spaces
+    def observation_space(self, agent: str) -> gymnasium.spaces.Space[Any]:
+        """The agent's observation space (the same object on every call)."""
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent: str) -> gymnasium.spaces.Space[Any]:
+        """The agent's action space (the same object on every call)."""
+        return self.action_spaces[agent]
+
+    def observation_slices(self) -> dict[str, slice]:
+        """Named slices of the ``observation`` vector."""
+        return self.core.layout.slices()
+
+    @property
+    def num_agents(self) -> int:
+        """Live agents."""
+        return len(self.agents)
+
+    @property
+    def max_num_agents(self) -> int:
+        """All agents (nodes)."""
+        return len(self.possible_agents)
+
+    # ------------------------------------------------------------------ API
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, dict[str, NDArray[Any]]], dict[str, dict[str, Any]]]:
+        """Start an episode; all randomness flows from ``self.np_random`` seeded here."""
+        if seed is None and self._seed is not None:
+            seed, self._seed = self._seed, None
+        if seed is not None:
+            self.np_random, _ = seeding.np_random(seed)
+            self._seed = None
+        if int(self.max_cycles) < 2:
+            raise ValueError(f"max_cycles={self.max_cycles} must be >= 2")
+        self.core.reset(self.np_random)
+        self.agents = list(self.possible_agents)
+        self._steps = 0
+        obs = self._observe()
+        infos = self._infos(None, StepStats(), {k: 0.0 for k in INFO_KEYS[:4]})
+        return obs, infos
+
+    def step(
+        self, actions: Mapping[str, Any]
+    ) -> tuple[
+        dict[str, dict[str, NDArray[Any]]],
+        dict[str, float],
+        dict[str, bool],
+        dict[str, bool],
+        dict[str, dict[str, Any]],
+    ]:
+        """Apply one decision step of every agent (see the class docstring)."""
+        if not self.agents:
+            return {}, {}, {}, {}, {}
+        a = self._parse_actions(actions)
+        stats = StepStats()
+        self.core.take_pending_stats(stats)
+        res, placed = self.core.resolve_claims(a)
+        stats.placed = placed
+        stats.invalid = int(res.invalid.sum())
+        stats.conflicts = int(res.conflict.sum())
+        stats.gang_failed = int(res.gang_failed.sum())
+        self.core.end_decision(placed > 0, stats)
+        return self._finish_step(stats, res)
+
+    def step_allocation(
+        self, alloc: Allocation
+    ) -> tuple[
+        dict[str, dict[str, NDArray[Any]]],
+        dict[str, float],
+        dict[str, bool],
+        dict[str, bool],
+        dict[str, dict[str, Any]],
+    ]:
+        """The documented *allocation action*: apply a complete allocation for this round.
+
+        ``alloc`` replaces the round's allocation (running jobs included, so it may preempt or
+        move them) and the round's time advances at once. Used by
+        :class:`hetsched.envs.adapters.PolicyAdapter` when a fixed policy's decision cannot be
+        written as per-agent actions. Returns the same tuple as :meth:`step`.
+
+        Raises:
+            hetsched.sim.errors.AllocationError: If the engine rejects ``alloc``.
+        """
+        if not self.agents:
+            return {}, {}, {}, {}, {}
+        stats = StepStats()
+        self.core.take_pending_stats(stats)
+        self.core.apply_allocation(alloc, stats)
+        return self._finish_step(stats, None)
+
+    def _parse_actions(self, actions: Mapping[str, Any]) -> NDArray[np.int64]:
+        N = len(self.possible_agents)
+        try:
+            arr = np.asarray([actions.get(ag, 0) for ag in self.possible_agents])
+        except (TypeError, ValueError, OverflowError):
+            arr = np.zeros(0)
+        if arr.shape == (N,) and arr.dtype.kind in "iu":  # fast path: one integer per agent
+            return arr.astype(np.int64)
+        # Anything else: integral scalars are accepted, the rest is invalid (-1).
+        out = np.zeros(N, dtype=np.int64)
+        for i, ag in enumerate(self.possible_agents):
+            v = actions.get(ag, 0)
+            try:
+                fv = np.asarray(v).reshape(-1)
+                out[i] = int(fv[0]) if fv.size == 1 and float(fv[0]) == int(fv[0]) else -1
+            except (TypeError, ValueError, OverflowError):
+                out[i] = -1
+        return out
+
+    def _finish_step(
+        self, stats: StepStats, res: ClaimResult | None
+    ) -> tuple[
+        dict[str, dict[str, NDArray[Any]]],
+        dict[str, float],
+        dict[str, bool],
+        dict[str, bool],
+        dict[str, dict[str, Any]],
+    ]:
+        self._steps += 1
+        core = self.core
+        parts = reward_parts(stats, self.settings.reward_weights, self.z)
+        r = float(sum(parts.values()))
+        term = core.all_finished
+        trunc = not term and (self._steps >= int(self.max_cycles) or core.done or core.stalled)
+        obs = self._observe()
+        infos = self._infos(res, stats, parts)
+        agents = self.possible_agents
+        rewards = dict.fromkeys(agents, r)
+        terms = dict.fromkeys(agents, term)
+        truncs = dict.fromkeys(agents, trunc)
+        if term or trunc:
+            self.agents = []
+        return obs, rewards, terms, truncs, infos
+
+    def _observe(self) -> dict[str, dict[str, NDArray[Any]]]:
+        O = self.core.observations()
+        Mk = self.core.ma.mask
+        self._obs = O
+        return {
+            a: {"observation": O[i], "action_mask": Mk[i]}
+            for i, a in enumerate(self.possible_agents)
+        }
+
+    def _infos(
+        self, res: ClaimResult | None, stats: StepStats, parts: Mapping[str, float]
+    ) -> dict[str, dict[str, Any]]:
+        core = self.core
+        mask = core.ma.mask
+        legal = mask.sum(axis=1).tolist()
+        assert core.sim is not None
+        team = {
+            **parts,
+            "jobs_in_system_s": float(stats.jobs_s),
+            "rounds_advanced": float(stats.rounds),
+            "placed_jobs": float(stats.placed),
+            "conflicts": float(stats.conflicts),
+            "gang_failed": float(stats.gang_failed),
+            "invalid_actions": float(stats.invalid),
+            "sim_time_s": float(core.sim.time),
+            "decision_step": float(core.decision_step),
+            "stalled": float(core.stalled),
+        }
+        if res is None:
+            inv = conf = gr = [0.0] * len(legal)
+        else:
+            inv = res.invalid.astype(np.float64).tolist()
+            conf = (res.conflict | res.gang_failed).astype(np.float64).tolist()
+            gr = res.granted.astype(np.float64).tolist()
+        out: dict[str, dict[str, Any]] = {}
+        for i, a in enumerate(self.possible_agents):
+            d = dict(team)
+            d["invalid_action"] = inv[i]
+            d["conflict"] = conf[i]
+            d["placed"] = gr[i]
+            d["num_legal_actions"] = float(legal[i])
+            d["action_mask"] = mask[i]
+            out[a] = {k: d[k] for k in INFO_KEYS}
+        return out
+
+    def state(self) -> NDArray[np.float32]:
+        """Global state for centralised critics (flat float32, in ``state_space``)."""
+        return self.core.state()
+
+    def action_masks(self) -> NDArray[np.int8]:
+        """Legal actions of every agent, shape (N, A), rows in ``possible_agents`` order."""
+        return self.core.ma.mask
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+    # ------------------------------------------------------------------ diagnostics
+    def sim_result(self) -> SimResult:
+        """The simulator's per-job records so far (for :func:`compute_metrics`)."""
+        assert self.core.sim is not None
+        return self.core.sim.result()
+
+    def episode_metrics(self) -> dict[str, Any]:
+        """Headline metrics of the episode so far (``hetsched.sim.metrics`` row)."""
+        assert self.core.wl is not None
+        return compute_metrics(
+            self.sim_result(),
+            scheduler="env",
+            workload=self.core.wl.name,
+            cluster=self.core.cluster.name,
+            seed=0,
+        )
+
+    def render(self, mode: str | None = None) -> str | NDArray[np.uint8] | None:
+        """``ansi``: a text summary; ``rgb_array``: nodes x GPUs image; ``human``: prints the text.
+
+        Args:
+            mode: Ignored unless ``render_mode`` is None (RLlib passes one).
+        """
+        m = self.render_mode or mode
+        if m is None:
+            return None
+        if m == "human":
+            print(render_core(self.core, "ansi"))
+            return None
+        return render_core(self.core, m)
+
+
+def render_core(core: EnvCore, mode: str) -> str | NDArray[np.uint8]:
+    """Render the core's round state as text or as an RGB image."""
+    cl = core.cluster
+    alloc = core.round_allocation()
+    if mode == "ansi":
+        assert core.sim is not None
+        lines = [
+            f"t={core.sim.time:.0f}s step={core.decision_step} done={core._n_done}/{core.J} "
+            f"waiting={core.pending.size} window={core.window.tolist()}"
+        ]
+        for n in range(cl.num_nodes):
+            jobs = alloc.job[alloc.node == n].tolist()
+            lines.append(
+                f"node_{n:<3d} {GPU_TYPE_NAMES[cl.node_type[n]]:<10s} "
+                f"gpus {int(core.free_g[n])}/{int(cl.node_gpus[n])} free  jobs {jobs}"
+            )
+        return "\n".join(lines)
+    if mode == "rgb_array":
+        N, G = cl.num_nodes, int(cl.node_gpus.max())
+        img = np.zeros((N, G, 3), dtype=np.uint8)
+        img[:, :, :] = 40
+        cols = np.arange(G)[None, :]
+        exists = cols < cl.node_gpus[:, None]
+        busy = cols < (cl.node_gpus - core.free_g)[:, None]
+        img[exists] = (200, 200, 200)
+        img[busy & exists] = (30, 120, 220)
+        return np.repeat(np.repeat(img, 8, axis=0), 8, axis=1)
+    raise ValueError(f"render mode {mode!r} is not one of ['ansi', 'rgb_array']")
+
+
+def parallel_env(**kwargs: Any) -> ClusterParallelEnv:
+    """Factory of the parallel env (``pettingzoo.make("parallel", "hetsched/Cluster-v0")``)."""
+    return ClusterParallelEnv(**kwargs)
+
+
+def raw_env(**kwargs: Any) -> AECEnv[str, dict[str, NDArray[Any]], int]:
+    """The AEC version (``parallel_to_aec`` of the parallel env)."""
+    return parallel_to_aec(ClusterParallelEnv(**kwargs))
+
+
+def env(**kwargs: Any) -> AECEnv[str, dict[str, NDArray[Any]], int]:
+    """The AEC version (PettingZoo's conventional ``env()`` factory)."""
+    return raw_env(**kwargs)

@@ -1,0 +1,695 @@
+"""The decision-round core shared by the PettingZoo and Gymnasium envs (numpy only).
+
+A *scheduling round* starts at a simulator round boundary. Running jobs keep their placement
+(the envs are non-preemptive; a fixed policy that preempts uses the allocation path, see
+:meth:`EnvCore.apply_allocation`). During the round the agents take one or more *decision
+steps*; each step places jobs from the candidate window onto free resources, building the
+round's allocation. The round's simulated time then advances (``Simulator.advance`` with the
+running jobs plus everything placed) when
+
+* a decision step placed nothing (every agent passed, or every claim was invalid or lost), or
+* no agent has a legal placement left ("nothing more fits"), or
+* ``max_decisions_per_round`` decision steps were taken.
+
+How far time advances is ``EnvSettings.advance``. With ``skip_idle`` (default), a new round in
+which no agent has a legal placement is not shown to the agents: the env advances to the next
+arrival or completion by itself (identical dynamics: in a non-preemptive env nothing can change
+before that). A round that ended because nothing fits is advanced straight to that event in
+one engine call (the same round boundaries as one round followed by the skip).
+
+With ``failures`` (a :class:`~hetsched.sim.faults.FailureSpec`), a node that is down at a round
+boundary offers no resources: its agent stays in the episode with only the no-op legal and its
+``node_up`` feature at 0; jobs stopped by a failure return to the waiting queue (engine rules).
+
+**Conflicts** (maifs.md section 4; see :meth:`EnvCore.resolve_claims`): claims on different jobs
+never interact (an agent claims one job per step, so nodes are disjoint). For one job:
+
+1. If some claimant can host the whole job alone, exactly one such claimant wins
+   (``conflict_rule``: lowest agent index by default); every other claimant counts a conflict.
+2. Otherwise the claims form a gang per GPU type: the lowest-index claimant of the type is the
+   lead and fixes the GPU count and CPU/memory levels; members, sorted by GPU capacity at those
+   levels (descending, then index), contribute ``min(capacity, GPUs still needed)`` until the
+   count is met. Among the types whose gang fills (and has positive throughput at its layout),
+   the one with the fewest nodes wins, ties to the lowest lead index. Unused claimants count a
+   conflict; if no type fills, every claimant counts a failed gang claim and the job waits.
+
+**Reward** (team): see :class:`~hetsched.envs.spaces.RewardWeights`. The jobs term integrates
+the number of arrived, unfinished jobs over simulated time (``RoundRecord.jobs_in_system_s`` plus
+the time between a job's arrival and its admission at the next round boundary), so with weight
+1 its episode sum is exactly ``- total JCT / Z``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from hetsched.envs.features import NUM_TYPES, FeatureBuilder, JobTable, MaskArrays, build_job_table
+from hetsched.envs.presets import WorkloadFactory, make_workload
+from hetsched.envs.spaces import ActionCodec, EnvSettings
+from hetsched.sim.allocation import Allocation
+from hetsched.sim.cluster import Cluster
+from hetsched.sim.engine import FUTURE, PENDING, RoundRecord, SimConfig, SimState, Simulator
+from hetsched.sim.faults import FailureSpec
+from hetsched.sim.throughput import ThroughputModel
+from hetsched.sim.workload import Workload
+
+BIG_ROUNDS = 1 << 40
+EPS = 1e-9
+
+
+class _EnvSimulator(Simulator):
+    """A :class:`Simulator` that can skip re-validating allocations the env built itself."""
+
+    trusted: bool = False
+
+    def validate(self, alloc: Allocation) -> None:
+        """Validate unless the allocation comes from the env's own (checked) placement."""
+        if not self.trusted:
+            super().validate(alloc)
+
+
+@dataclass
+class StepStats:
+    """Team-level counts and reward parts of one env step."""
+
+    jobs_s: float = 0.0
+    rounds: int = 0
+    placed: int = 0
+    conflicts: int = 0
+    gang_failed: int = 0
+    invalid: int = 0
+    makespan_s: float = 0.0
+    terminal: bool = False
+
+
+@dataclass
+class ClaimResult:
+    """Per-agent outcome of one decision step, each shape (N,)."""
+
+    invalid: NDArray[np.bool_]
+    granted: NDArray[np.bool_]
+    conflict: NDArray[np.bool_]
+    gang_failed: NDArray[np.bool_]
+
+
+class EnvCore:
+    """Simulator wrapper with decision rounds, placement, conflict resolution and features.
+
+    Args:
+        cluster: The cluster.
+        workload: A fixed workload or a factory called once per episode.
+        throughput: Ground-truth throughput model.
+        settings: Env settings.
+        failures: Node failures (:class:`~hetsched.sim.faults.FailureSpec`); each episode
+            builds its schedule from a seed drawn from the episode's generator. A down node
+            offers nothing: its agent only has the no-op.
+    """
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        workload: Workload | WorkloadFactory,
+        throughput: ThroughputModel,
+        settings: EnvSettings,
+        failures: FailureSpec | None = None,
+    ) -> None:
+        if failures is not None and not isinstance(failures, FailureSpec):
+            raise ValueError(
+                f"failures={failures!r} must be a hetsched.sim.faults.FailureSpec or None"
+            )
+        self.failures = failures if failures is not None and failures.enabled else None
+        self.cluster = cluster
+        self.workload_source = workload
+        self.tm = throughput
+        self.cfg = settings
+        self.N = cluster.num_nodes
+        self.K = settings.window
+        self.features = FeatureBuilder(
+            cluster,
+            throughput,
+            settings.levels,
+            settings.window,
+            settings.resident_slots,
+            settings.max_decisions_per_round,
+        )
+        self.layout = self.features.layout
+        self.codec = ActionCodec(settings.window, settings.levels)
+        self.node_up = np.ones(self.N, dtype=bool)
+        self.sim: _EnvSimulator | None = None
+        self.wl: Workload | None = None
+        self.jt: JobTable | None = None
+        self.last_alloc = Allocation.empty()
+        self.stalled = False
+        self._empty: MaskArrays | None = None
+        self._obs_cache: tuple[NDArray[np.float64], ...] | None = None
+        self.ma: MaskArrays
+
+    # ------------------------------------------------------------------ episode
+    def reset(self, rng: np.random.Generator) -> None:
+        """Start an episode (a new workload from the factory, if any, drawn with ``rng``)."""
+        src = self.workload_source
+        if isinstance(src, Workload):
+            wl = src
+        else:
+            wl = make_workload(src, throughput=self.tm, cluster=self.cluster, rng=rng.spawn(1)[0])
+        cfg = SimConfig(
+            round_s=self.cfg.round_s,
+            max_time_s=float("inf") if self.cfg.max_time_s is None else float(self.cfg.max_time_s),
+            max_idle_rounds=1 << 62,
+            record_timeline=True,
+        )
+        if self.failures is not None:  # a fresh schedule per episode, seeded from rng
+            sched = self.failures.build(self.N, int(rng.integers(2**31 - 1)))
+            self.sim = _EnvSimulator(self.cluster, wl, self.tm, cfg, failures=sched)
+        elif self.sim is not None and self.wl is wl:
+            self.sim.config = cfg
+            self.sim.reset()
+        else:
+            self.sim = _EnvSimulator(self.cluster, wl, self.tm, cfg)
+        if self.jt is None or self.wl is not wl:
+            self.wl = wl
+            self.jt = build_job_table(wl, self.tm, self.cluster, self.cfg.levels)
+        self.node_up[:] = True
+        self.J = wl.num_jobs
+        self._placed = np.zeros(self.J, dtype=bool)
+        self._n_done = 0
+        self._admitted = 0
+        self.stalled = False
+        self.last_alloc = Allocation.empty()
+        self.episode_jobs_s = 0.0
+        stats = StepStats()
+        self._account_admissions(stats)
+        self._start_round()
+        if self.cfg.skip_idle:
+            self._skip_idle(stats)
+        self._pending_stats = stats  # folded into the first step (0 unless jobs wait at reset)
+
+    @property
+    def done(self) -> bool:
+        """Every job finished or the simulation horizon was reached."""
+        assert self.sim is not None
+        return self.sim.done
+
+    @property
+    def all_finished(self) -> bool:
+        """Every job finished."""
+        return self._n_done >= self.J
+
+    def sim_state(self) -> SimState:
+        """The simulator's snapshot at the current round boundary."""
+        assert self.sim is not None
+        return self.sim.state(self.cfg.round_s)
+
+    # ------------------------------------------------------------------ rounds
+    def _start_round(self) -> None:
+        sim, wl = self.sim, self.wl
+        assert sim is not None and wl is not None
+        cl = self.cluster
+        cur = sim.current
+        N = self.N
+        self._cur = cur
+        self.free_g = cl.node_gpus - cur.used_gpus_per_node(N)
+        self.free_c = cl.node_cpus - cur.used_cpus_per_node(N)
+        self.free_m = cl.node_mem - cur.used_mem_per_node(N)
+        if self.failures is not None:
+            up = sim.node_up
+            self.node_up[:] = up
+            if not up.all():  # a down node offers nothing
+                self.free_g = np.where(up, self.free_g, 0)
+                self.free_c = np.where(up, self.free_c, 0.0)
+                self.free_m = np.where(up, self.free_m, 0.0)
+        self._new: list[tuple[int, int, int, float, float]] = []
+        self._placed[:] = False
+        # Resident-slot features, kept up to date incrementally as jobs are placed.
+        R = self.cfg.resident_slots
+        self._count = np.bincount(cur.node, minlength=N).astype(np.int64)
+        self._res = np.zeros((N, R, self.layout.res_dim))
+        self._n_cur_jobs = int(np.unique(cur.job).size) if cur.size else 0
+        self._n_new_jobs = 0
+        if cur.size:
+            order = np.argsort(cur.node, kind="stable")
+            ns = cur.node[order]
+            rank = np.arange(ns.shape[0]) - np.searchsorted(ns, ns, side="left")
+            keep = rank < R
+            e = order[keep]
+            rows = self.features.entry_features(
+                wl, cur.job[e], cur.node[e], cur.gpus[e], cur.cpus[e], cur.mem[e], False,
+                sim.remaining, sim.attained_gpu_s,
+            )  # fmt: skip
+            self._res[ns[keep], rank[keep]] = rows
+        active = sim.active_jobs()
+        pend = active[sim.status[active] == PENDING]
+        if self.cfg.window_order == "attained" and pend.size:
+            pend = pend[np.lexsort((pend, sim.attained_gpu_s[pend]))]
+        self.pending = pend
+        self.decision_step = 0
+        self.refresh()
+
+    def _add_entries(
+        self,
+        jobs: NDArray[np.int64],
+        nodes: NDArray[np.int64],
+        gpus: NDArray[np.int64],
+        cpus: NDArray[np.float64],
+        mem: NDArray[np.float64],
+    ) -> None:
+        """Record new entries (distinct nodes) in the round's allocation and free resources."""
+        assert self.sim is not None and self.wl is not None
+        self.free_g[nodes] -= gpus
+        self.free_c[nodes] -= cpus
+        self.free_m[nodes] -= mem
+        self._new.extend(
+            zip(
+                jobs.tolist(),
+                nodes.tolist(),
+                gpus.tolist(),
+                cpus.tolist(),
+                mem.tolist(),
+                strict=True,
+            )
+        )
+        rank = self._count[nodes]
+        self._count[nodes] += 1
+        k = rank < self.cfg.resident_slots
+        if k.any():
+            self._res[nodes[k], rank[k]] = self.features.entry_features(
+                self.wl, jobs[k], nodes[k], gpus[k], cpus[k], mem[k], True,
+                self.sim.remaining, self.sim.attained_gpu_s,
+            )  # fmt: skip
+        placed_jobs = np.unique(jobs)
+        self._placed[placed_jobs] = True
+        self._n_new_jobs += int(placed_jobs.size)
+
+    def refresh(self) -> None:
+        """Recompute the window, the masks and the cached observation parts."""
+        assert self.jt is not None and self.wl is not None
+        p = self.pending
+        rest = p[~self._placed[p]][: self.K] if p.size else p
+        win = np.full(self.K, -1, dtype=np.int64)
+        win[: rest.size] = rest
+        self.window = win
+        self.slot_ok = win >= 0
+        if not self._may_fit(rest):
+            self.ma = self._empty_masks()
+            self._obs_cache = None
+            return
+        self.ma = self.features.masks(
+            self.jt,
+            self.wl,
+            win,
+            self.slot_ok,
+            self.free_g,
+            self.free_c,
+            self.free_m,
+            self.node_up,
+        )
+        self._obs_cache = None
+
+    def _may_fit(self, jobs: NDArray[np.int64]) -> bool:
+        """Cheap necessary condition for any legal placement (skips the full masks)."""
+        if jobs.size == 0:
+            return False
+        assert self.jt is not None
+        g = np.where(self.jt.level_ok[jobs], self.jt.gpu_count[jobs], 1 << 30).min()
+        up_free = np.where(self.node_up, self.free_g, 0)
+        per_type = np.bincount(self.cluster.node_type, weights=up_free, minlength=NUM_TYPES)
+        return bool(per_type.max() >= g)
+
+    def _empty_masks(self) -> MaskArrays:
+        """Masks with only the no-op legal (same shapes as :meth:`FeatureBuilder.masks`)."""
+        if self._empty is None:
+            lg, lc, lm = self.cfg.levels.sizes
+            N, K = self.N, self.K
+            z5 = np.zeros((N, K, lg, lc, lm), dtype=bool)
+            self._empty = MaskArrays(
+                mask=np.zeros((N, self.codec.n), dtype=np.int8),
+                legal=z5,
+                single=z5,
+                cpu_per_gpu=np.ones((N, K, lc)),
+                mem_per_gpu=np.ones((N, K, lm)),
+                mem_ok=np.zeros((N, K, lm), dtype=bool),
+                fits_any=np.zeros((N, K), dtype=bool),
+                fits_one=np.zeros((N, K), dtype=bool),
+            )
+        mask = np.zeros((self.N, self.codec.n), dtype=np.int8)
+        mask[:, 0] = 1
+        e = self._empty
+        return MaskArrays(
+            mask, e.legal, e.single, e.cpu_per_gpu, e.mem_per_gpu, e.mem_ok, e.fits_any, e.fits_one
+        )
+
+    @property
+    def any_legal(self) -> bool:
+        """Some agent has a legal placement."""
+        return bool(self.ma.mask[:, 1:].any())
+
+    def round_allocation(self) -> Allocation:
+        """Running jobs plus everything placed so far this round."""
+        return Allocation.concat([self._cur, Allocation.from_entries(self._new)])
+
+    def _future_arrivals(self) -> bool:
+        """A job still arrives, or a down node comes back (so waiting jobs may run later)."""
+        assert self.sim is not None and self.wl is not None
+        if self.failures is not None and not self.node_up.all():
+            return True
+        return bool(np.searchsorted(self.wl.arrival, self.sim.time, side="right") < self.J)
+
+    def _max_rounds(self, alloc: Allocation, jump: bool, env_built: bool) -> int:
+        sim = self.sim
+        assert sim is not None
+        mode = self.cfg.advance
+        if alloc.size == 0 and not self._future_arrivals():
+            return 1
+        if jump or mode == "event":
+            return BIG_ROUNDS
+        if mode == "no_pending":
+            if env_built:  # running jobs are all kept: nothing waits iff all pending are placed
+                return BIG_ROUNDS if self._n_new_jobs >= self.pending.size else 1
+            active = sim.active_jobs()
+            return BIG_ROUNDS if bool(np.isin(active, alloc.job).all()) else 1
+        return 1
+
+    def _account_admissions(self, stats: StepStats) -> None:
+        """Add each newly admitted job's time from arrival to admission to the integral."""
+        assert self.sim is not None and self.jt is not None and self.wl is not None
+        hi = int(np.searchsorted(self.wl.arrival, self.sim.time, side="right"))
+        lo = self._admitted
+        if hi > lo:
+            cs = self.jt.arrival_cumsum
+            extra = (hi - lo) * self.sim.time - (cs[hi] - cs[lo])
+            stats.jobs_s += float(extra)
+            self.episode_jobs_s += float(extra)
+            self._admitted = hi
+
+    def _advance(self, alloc: Allocation, stats: StepStats, *, trusted: bool, jump: bool) -> None:
+        sim = self.sim
+        assert sim is not None
+        sim.trusted = trusted and not self.cfg.validate_allocations
+        try:
+            rec: RoundRecord = sim.advance(
+                alloc, round_s=self.cfg.round_s, max_rounds=self._max_rounds(alloc, jump, trusted)
+            )
+        finally:
+            sim.trusted = False
+        self.last_alloc = alloc
+        stats.jobs_s += rec.jobs_in_system_s
+        self.episode_jobs_s += rec.jobs_in_system_s
+        stats.rounds += rec.rounds
+        self._n_done += int(rec.completed.size)
+        self._account_admissions(stats)
+        self._start_round()
+
+    def _skip_idle(self, stats: StepStats) -> None:
+        """Advance while no agent has a legal placement (to the next arrival or completion)."""
+        sim = self.sim
+        assert sim is not None
+        while not sim.done and not self.any_legal:
+            alloc = self.round_allocation()
+            if alloc.size == 0 and not self._future_arrivals():
+                self.stalled = True  # jobs wait that can never be placed
+                return
+            self._advance(alloc, stats, trusted=True, jump=True)
+
+    def end_decision(self, placed_any: bool, stats: StepStats) -> None:
+        """Close a decision step: advance the round if it is over (see the module docstring)."""
+        self.decision_step += 1
+        if (
+            not placed_any
+            or not self.any_legal
+            or self.decision_step >= self.cfg.max_decisions_per_round
+        ):
+            # Nothing fits: with skip_idle, jump straight to the next arrival or completion
+            # (the same boundaries as one round followed by _skip_idle, in one engine call).
+            jump = self.cfg.skip_idle and not self.any_legal
+            self._advance(self.round_allocation(), stats, trusted=True, jump=jump)
+            if self.cfg.skip_idle:
+                self._skip_idle(stats)
+        if self.done:
+            self._finish(stats)
+
+    def apply_allocation(self, alloc: Allocation, stats: StepStats) -> None:
+        """The allocation action: replace this round's allocation by ``alloc`` and advance.
+
+        Used by :mod:`hetsched.envs.adapters` when a fixed policy's decision cannot be written
+        as per-agent actions (it preempts or moves a running job, places a job outside the
+        window, or uses amounts off the level grid). The engine validates ``alloc``.
+
+        Raises:
+            hetsched.sim.errors.AllocationError: If ``alloc`` is invalid.
+        """
+        self._advance(alloc, stats, trusted=False, jump=False)
+        if self.cfg.skip_idle:
+            self._skip_idle(stats)
+        if self.done:
+            self._finish(stats)
+
+    def _finish(self, stats: StepStats) -> None:
+        assert self.sim is not None and self.wl is not None
+        fin = self.sim.finish_time
+        if np.isfinite(fin).any():
+            stats.makespan_s = float(np.nanmax(fin) - self.wl.arrival.min())
+        stats.terminal = True
+
+    def take_pending_stats(self, stats: StepStats) -> None:
+        """Fold what happened during reset (admission waits, skipped rounds) into ``stats``."""
+        p = self._pending_stats
+        if p.jobs_s or p.rounds:
+            stats.jobs_s += p.jobs_s
+            stats.rounds += p.rounds
+        self._pending_stats = StepStats()
+
+    # ------------------------------------------------------------------ placement
+    def _commit(
+        self,
+        j: int,
+        nodes: NDArray[np.int64],
+        gpus: NDArray[np.int64],
+        cpus: NDArray[np.float64],
+        mem: NDArray[np.float64],
+    ) -> None:
+        self._add_entries(np.full(nodes.shape[0], j, dtype=np.int64), nodes, gpus, cpus, mem)
+
+    def _gang(
+        self,
+        k: int,
+        members: NDArray[np.int64],
+        lg: int,
+        lc: int,
+        lm: int,
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64]] | None:
+        """Fill a gang for slot ``k`` from ``members`` (one GPU type) at the given levels.
+
+        Returns:
+            ``(nodes, gpus)`` of the gang, or None if it cannot be filled.
+        """
+        assert self.jt is not None and self.wl is not None
+        j = int(self.window[k])
+        G = int(self.jt.gpu_count[j, lg])
+        ma = self.ma
+        cpg = ma.cpu_per_gpu[members, k, lc]
+        mpg = ma.mem_per_gpu[members, k, lm]
+        cap = np.minimum(
+            self.free_g[members],
+            np.minimum(
+                np.floor(self.free_c[members] / cpg + EPS),
+                np.floor(self.free_m[members] / mpg + EPS),
+            ),
+        ).astype(np.int64)
+        cap = np.where(ma.mem_ok[members, k, lm], cap, 0)
+        order = np.lexsort((members, -cap))
+        mem_sorted, cap_sorted = members[order], cap[order]
+        keep = cap_sorted > 0
+        mem_sorted, cap_sorted = mem_sorted[keep], cap_sorted[keep]
+        cum = np.cumsum(cap_sorted)
+        if cum.size == 0 or cum[-1] < G:
+            return None
+        cnt = int(np.searchsorted(cum, G) + 1)
+        use = mem_sorted[:cnt]
+        g = cap_sorted[:cnt].copy()
+        g[-1] -= int(cum[cnt - 1] - G)
+        need = -(-G // int(self.cluster.node_gpus[use].max()))
+        spread = cnt > need
+        t = int(self.cluster.node_type[use[0]])
+        if not bool(self.jt.tput_ok[j, t, lg, int(spread)]):
+            return None
+        return use, g
+
+    def resolve_claims(self, actions: NDArray[np.int64]) -> tuple[ClaimResult, int]:
+        """Resolve one decision step of per-node actions (see the module docstring).
+
+        Args:
+            actions: One flat action per node, shape (N,); out-of-range values are invalid.
+
+        Returns:
+            The per-agent outcome and the number of jobs placed.
+        """
+        assert self.jt is not None
+        N = self.N
+        A = self.codec.n
+        a = np.asarray(actions, dtype=np.int64)
+        in_range = (a >= 0) & (a < A)
+        a_safe = np.where(in_range, a, 0)
+        legal = in_range & (self.ma.mask[np.arange(N), a_safe] == 1)
+        res = ClaimResult(
+            invalid=~legal,
+            granted=np.zeros(N, dtype=bool),
+            conflict=np.zeros(N, dtype=bool),
+            gang_failed=np.zeros(N, dtype=bool),
+        )
+        claim = legal & (a_safe > 0)
+        if not claim.any():
+            return res, 0
+        agents = np.flatnonzero(claim)
+        ks, lgs, lcs, lms = self.codec.decode(a_safe[agents])
+        jt, ma = self.jt, self.ma
+        jobs = self.window[ks]
+        G = jt.gpu_count[jobs, lgs]
+        # 1) Jobs with at least one claimant that hosts them alone: one winner per job.
+        single = ma.single[agents, ks, lgs, lcs, lms]
+        placed = 0
+        si = np.flatnonzero(single)
+        won = np.zeros(self.K, dtype=bool)
+        if si.size:
+            rule = self.cfg.conflict_rule
+            if rule == "best_fit":
+                score = self.free_g[agents[si]] - G[si]
+            elif rule == "most_free":
+                score = -self.free_g[agents[si]]
+            else:
+                score = np.zeros(si.size, dtype=np.int64)
+            order = np.lexsort((agents[si], score, ks[si]))
+            sk = ks[si][order]
+            first = np.ones(sk.size, dtype=bool)
+            first[1:] = sk[1:] != sk[:-1]
+            win = si[order[first]]  # one claim per job, in window order
+            nodes = agents[win]
+            kw = ks[win]
+            g = G[win]
+            cpus = g * ma.cpu_per_gpu[nodes, kw, lcs[win]]
+            mem = g * ma.mem_per_gpu[nodes, kw, lms[win]]
+            self._add_entries(jobs[win], nodes, g, cpus, mem)
+            res.granted[nodes] = True
+            won = np.zeros(self.K, dtype=bool)
+            won[kw] = True
+            lost = won[ks]
+            lost[win] = False
+            res.conflict[agents[lost]] = True
+            placed += int(win.size)
+        # 2) Jobs claimed only by nodes that cannot host them alone: same-type gangs.
+        rest = ~won[ks]
+        if rest.any():
+            nt = self.cluster.node_type
+            for k in np.unique(ks[rest]).tolist():  # at most K jobs per step
+                sel = ks == k
+                ag, lg, lc, lm = agents[sel], lgs[sel], lcs[sel], lms[sel]
+                best: tuple[int, int, NDArray[np.int64], NDArray[np.int64], int, int] | None = None
+                types = nt[ag]
+                for t in np.unique(types).tolist():
+                    idx = np.flatnonzero(types == t)
+                    lead = int(idx[0])  # agents are sorted: the first is the lowest index
+                    out = self._gang(k, ag[idx], int(lg[lead]), int(lc[lead]), int(lm[lead]))
+                    if out is None:
+                        continue
+                    key = (out[0].size, int(ag[lead]))
+                    if best is None or key < (best[0], best[1]):
+                        best = (key[0], key[1], out[0], out[1], int(lc[lead]), int(lm[lead]))
+                if best is None:
+                    res.gang_failed[ag] = True
+                    continue
+                _, _, nodes_g, gg, c_l, m_l = best
+                self._commit(
+                    int(self.window[k]),
+                    nodes_g,
+                    gg,
+                    gg * ma.cpu_per_gpu[nodes_g, k, c_l],
+                    gg * ma.mem_per_gpu[nodes_g, k, m_l],
+                )
+                res.granted[nodes_g] = True
+                res.conflict[ag[~np.isin(ag, nodes_g)]] = True
+                placed += 1
+        if placed:
+            self.refresh()
+        return res, placed
+
+    def place_on_type(self, k: int, t: int, lg: int, lc: int, lm: int) -> bool:
+        """Central placement: slot ``k`` on GPU type ``t`` at the given levels.
+
+        The node is the best fit (fewest free GPUs that host the job alone, then lowest index,
+        as the baselines' ``Placer``); if no node hosts it alone, a gang over the type's nodes
+        (largest capacity first). Returns whether the job was placed.
+        """
+        assert self.jt is not None
+        j = int(self.window[k])
+        if j < 0:
+            return False
+        nodes = np.flatnonzero(self.cluster.node_type == t)
+        single = self.ma.single[nodes, k, lg, lc, lm]
+        if single.any():
+            cand = nodes[single]
+            n = int(cand[np.lexsort((cand, self.free_g[cand]))[0]])
+            G = int(self.jt.gpu_count[j, lg])
+            cpus = G * float(self.ma.cpu_per_gpu[n, k, lc])
+            mem = G * float(self.ma.mem_per_gpu[n, k, lm])
+            self._commit(j, np.array([n]), np.array([G]), np.array([cpus]), np.array([mem]))
+        else:
+            gang = self.ma.legal[nodes, k, lg, lc, lm] & ~self.ma.single[nodes, k, lg, lc, lm]
+            members = nodes[gang]
+            out = self._gang(k, members, lg, lc, lm) if members.size else None
+            if out is None:
+                return False
+            use, g = out
+            self._commit(
+                j, use, g, g * self.ma.cpu_per_gpu[use, k, lc], g * self.ma.mem_per_gpu[use, k, lm]
+            )
+        self.refresh()
+        return True
+
+    # ------------------------------------------------------------------ features
+    def _obs_parts(self) -> tuple[NDArray[np.float64], ...]:
+        if self._obs_cache is None:
+            sim, wl, jt = self.sim, self.wl, self.jt
+            assert sim is not None and wl is not None and jt is not None
+            nodes = self.features.node_blocks(
+                self._res, self._count, self.free_g, self.free_c, self.free_m, self.node_up
+            )
+            common = self.features.window_common(
+                jt, self.window, self.slot_ok, sim.time, wl, sim.remaining, sim.attained_gpu_s
+            )
+            glob = self.features.global_block(
+                int(self.pending.size) - self._n_new_jobs,
+                self._n_cur_jobs + self._n_new_jobs,
+                self.free_g,
+                self.decision_step,
+                self._n_done,
+                self._admitted,
+                self.J,
+            )
+            self._obs_cache = (nodes, common, glob)
+        return self._obs_cache
+
+    def observations(self) -> NDArray[np.float32]:
+        """Per-agent observations, shape (N, D)."""
+        assert self.jt is not None and self.wl is not None
+        nodes, common, glob = self._obs_parts()
+        per_node = self.features.window_node(self.jt, self.wl, self.window, self.slot_ok, self.ma)
+        return self.features.observations(nodes, common, per_node, glob)
+
+    def state(self) -> NDArray[np.float32]:
+        """Global state, shape (state_dim,)."""
+        assert self.jt is not None
+        nodes, common, glob = self._obs_parts()
+        return self.features.state(self.jt, self.window, self.slot_ok, nodes, common, glob)
+
+    def num_jobs_status(self) -> dict[str, int]:
+        """Counts of jobs by status (future, waiting, running, done)."""
+        assert self.sim is not None
+        st = self.sim.status
+        return {
+            "future": int((st == FUTURE).sum()),
+            "pending": int(self.pending.size),
+            "running": int(np.unique(self._cur.job).size) if self._cur.size else 0,
+            "done": int(self._n_done),
+        }

@@ -1,0 +1,649 @@
+"""Vectorised observation, state and action-mask building (no per-node or per-job Python loops).
+
+Everything here is computed for all N nodes and all K window slots at once with numpy. All
+features are normalised to ``[0, 1]``; unbounded positive quantities use the squash
+``x / (x + scale)``. Notation: ``T`` = 7 catalogue GPU types, ``M`` = models of the throughput
+table, ``R`` = resident slots, ``K`` = window size, ``L_g, L_c, L_m`` = level-set sizes.
+
+Per-agent observation (``observation`` key, length ``D``), in order:
+
+1. **Own node** (``node_dim = T + 7 + R * (M + 9)``):
+   ``[0:T]`` GPU-type one-hot; then free GPUs / node GPUs; node GPUs / largest node's GPUs;
+   free CPU / node CPU; free memory / node memory; node up (1) or down (0); resident jobs / R
+   (clipped to 1); node interference slowdown ``1 - (1 - node_iota) ** (jobs - 1)``. Then R
+   resident slots (the node's jobs this round, kept ones first, in allocation order), each
+   ``[present, model one-hot (M), GPUs / node GPUs, CPUs / node CPUs, memory / node memory,
+   squash(CPU ratio to request, 1), squash(memory ratio to request, 1), remaining work / total
+   work, squash(attained GPU-s, 3600), placed this round]``.
+2. **Candidate window** (``K * job_dim``, ``job_dim = 14 + M + L_c + L_m``), the same K jobs in
+   the same order for every agent, each slot ``[present, log2(1+req) / log2(1+N_gpu),
+   same for min_gpus, same for max_gpus, elastic, model one-hot (M), phi at each CPU level /
+   best phi (L_c), phi at each memory level (L_m), squash(waiting s, 3600), squash(attained
+   GPU-s, 3600), squash(estimated remaining s on the fastest allowed type at the request,
+   3600)]`` followed by the node-specific ``[squash(CPU request per GPU / node share, 1),
+   squash(memory request per GPU / node share, 1), isolated throughput on this node's type /
+   fastest allowed present type, type allowed, any legal action here, fits here at the 1x
+   levels]``. Empty slots are all zero.
+3. **Global** (``global_dim = T + 6``): squash(pending jobs not yet placed, K); squash(jobs
+   placed or running, N); busy GPUs / GPUs per catalogue type (T, 0 where absent); free GPUs /
+   all GPUs; decision step in round / max decisions per round; finished jobs / J; arrived
+   jobs / J.
+
+``state()`` (centralised critics): every node block (``N * node_dim``), then per window slot
+the node-independent part (``8 + M + L_c + L_m``) plus relative throughput per catalogue type
+(T) and type allowed (T), then the global block.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from hetsched.envs.spaces import LevelSets
+from hetsched.sim.catalog import GPU_TYPE_NAMES
+from hetsched.sim.cluster import Cluster
+from hetsched.sim.throughput import ThroughputModel
+from hetsched.sim.workload import Workload
+
+F32 = np.float32
+EPS = 1e-9
+HOUR = 3600.0
+NUM_TYPES = len(GPU_TYPE_NAMES)
+
+
+def squash(x: NDArray[np.floating], scale: float) -> NDArray[np.float64]:
+    """``x / (x + scale)`` for ``x >= 0`` (0 for negative inputs), in [0, 1)."""
+    x = np.maximum(np.asarray(x, dtype=np.float64), 0.0)
+    return np.asarray(x / (x + scale), dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class ObsLayout:
+    """Sizes of the observation blocks (see the module docstring)."""
+
+    num_nodes: int
+    num_models: int
+    resident_slots: int
+    window: int
+    num_cpu_levels: int
+    num_mem_levels: int
+    num_types: int = NUM_TYPES
+
+    @property
+    def res_dim(self) -> int:
+        """Features per resident slot."""
+        return 9 + self.num_models
+
+    @property
+    def node_dim(self) -> int:
+        """Own-node block length."""
+        return self.num_types + 7 + self.resident_slots * self.res_dim
+
+    @property
+    def job_common_dim(self) -> int:
+        """Node-independent features per window slot."""
+        return 8 + self.num_models + self.num_cpu_levels + self.num_mem_levels
+
+    @property
+    def job_node_dim(self) -> int:
+        """Node-specific features per window slot."""
+        return 6
+
+    @property
+    def job_dim(self) -> int:
+        """Features per window slot in an agent's observation."""
+        return self.job_common_dim + self.job_node_dim
+
+    @property
+    def global_dim(self) -> int:
+        """Global block length."""
+        return self.num_types + 6
+
+    @property
+    def obs_dim(self) -> int:
+        """Per-agent observation length D."""
+        return self.node_dim + self.window * self.job_dim + self.global_dim
+
+    @property
+    def state_job_dim(self) -> int:
+        """Features per window slot in ``state()``."""
+        return self.job_common_dim + 2 * self.num_types
+
+    @property
+    def state_dim(self) -> int:
+        """Global state length."""
+        return self.num_nodes * self.node_dim + self.window * self.state_job_dim + self.global_dim
+
+    def slices(self) -> dict[str, slice]:
+        """Named slices of the per-agent observation."""
+        T, R, rd = self.num_types, self.resident_slots, self.res_dim
+        o = 0
+        out: dict[str, slice] = {}
+        for name, n in (
+            ("gpu_type_onehot", T),
+            ("free_gpu_frac", 1),
+            ("node_size", 1),
+            ("free_cpu_frac", 1),
+            ("free_mem_frac", 1),
+            ("node_up", 1),
+            ("resident_count", 1),
+            ("node_interference", 1),
+            ("resident_slots", R * rd),
+            ("window", self.window * self.job_dim),
+            ("global", self.global_dim),
+        ):
+            out[name] = slice(o, o + n)
+            o += n
+        assert o == self.obs_dim
+        return out
+
+
+@dataclass
+class JobTable:
+    """Per-job quantities computed once per episode (shape (J, ...)).
+
+    Attributes:
+        static: Node-independent static window features (req/min/max GPUs, elastic, model
+            one-hot, sensitivity), shape (J, 4 + M + L_c + L_m).
+        gpu_count: GPU count of each GPU level, shape (J, L_g).
+        level_ok: Whether each GPU level is a distinct legal level, shape (J, L_g).
+        tput_ok: Positive isolated throughput per type and level, packed / spread,
+            shape (J, T, L_g, 2).
+        rel_tput: Isolated throughput at the request relative to the fastest allowed present
+            type, shape (J, T) (0 where not allowed or absent).
+        best_tput: That fastest throughput, work units/s, shape (J,).
+        allowed: Allowed GPU types, shape (J, T).
+        arrival_cumsum: Prefix sums of arrivals, shape (J + 1,).
+    """
+
+    static: NDArray[np.float64]
+    gpu_count: NDArray[np.int64]
+    level_ok: NDArray[np.bool_]
+    tput_ok: NDArray[np.bool_]
+    rel_tput: NDArray[np.float64]
+    best_tput: NDArray[np.float64]
+    allowed: NDArray[np.bool_]
+    arrival_cumsum: NDArray[np.float64]
+
+
+def gpu_level_counts(
+    wl: Workload, levels: tuple[float, ...]
+) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
+    """GPU count per (job, GPU level) and whether each level is a distinct legal choice.
+
+    Returns:
+        ``(count, ok)``, both shape (J, L_g).
+    """
+    lv = np.asarray(levels, dtype=np.float64)
+    req = wl.req_gpus.astype(np.float64)[:, None]
+    raw = lv[None, :] * req
+    p2 = np.exp2(np.round(np.log2(np.maximum(raw, 1.0))))
+    count = np.where(lv[None, :] == 1.0, req, p2)
+    count = np.clip(count, wl.min_gpus[:, None], wl.max_gpus[:, None]).astype(np.int64)
+    one = levels.index(1.0)
+    rigid = (wl.min_gpus == wl.max_gpus)[:, None]
+    L = lv.shape[0]
+    ok = np.zeros(count.shape, dtype=bool)
+    ok[:, one] = True
+    for li in range(L):  # loop over the (few) levels, vectorised over jobs
+        if li == one:
+            continue
+        dup = count[:, li] == count[:, one]
+        for lj in range(li):
+            if lj != one:
+                dup |= ok[:, lj] & (count[:, lj] == count[:, li])
+        ok[:, li] = ~dup & ~rigid[:, 0]
+    return count, ok
+
+
+def build_job_table(
+    wl: Workload, tm: ThroughputModel, cluster: Cluster, levels: LevelSets
+) -> JobTable:
+    """Per-job features and lookups for an episode (vectorised over jobs)."""
+    J = wl.num_jobs
+    T = NUM_TYPES
+    M = tm.num_models
+    n_gpu = float(cluster.num_gpus)
+    scale = np.log2(1.0 + n_gpu)
+    gsc = np.stack(
+        [
+            np.log2(1.0 + np.minimum(wl.req_gpus, n_gpu)) / scale,
+            np.log2(1.0 + np.minimum(wl.min_gpus, n_gpu)) / scale,
+            np.log2(1.0 + np.minimum(wl.max_gpus, n_gpu)) / scale,
+            (wl.min_gpus < wl.max_gpus).astype(np.float64),
+        ],
+        axis=1,
+    )
+    onehot = np.zeros((J, M))
+    onehot[np.arange(J), wl.model] = 1.0
+    best_phi = tm.best_phi(wl.model)[:, None]
+    lc = np.asarray(levels.cpu)[None, :]
+    lm = np.asarray(levels.mem)[None, :]
+    m_col = wl.model[:, None]
+    phi_c = tm.phi(m_col, lc, np.ones_like(lc)) / best_phi
+    phi_m = tm.phi(m_col, np.ones_like(lm), lm) / best_phi
+    static = np.concatenate([gsc, onehot, np.clip(phi_c, 0, 1), np.clip(phi_m, 0, 1)], axis=1)
+
+    count, ok = gpu_level_counts(wl, levels.gpu)
+    k_all = np.arange(T)
+    tput = tm.isolated(
+        wl.model[:, None, None, None],
+        k_all[None, :, None, None],
+        count[:, None, :, None],
+        np.array([False, True])[None, None, None, :],
+    )  # (J, T, Lg, 2)
+    one = levels.gpu.index(1.0)
+    present = cluster.gpus_per_type() > 0
+    allowed = wl.allowed_types & present[None, :]
+    iso_req = np.where(allowed, tput[:, :, one, 0], 0.0)
+    best = iso_req.max(axis=1)
+    rel = np.where(best[:, None] > 0, iso_req / np.where(best > 0, best, 1.0)[:, None], 0.0)
+    cs = np.concatenate([[0.0], np.cumsum(wl.arrival)])
+    return JobTable(
+        static=static,
+        gpu_count=count,
+        level_ok=ok,
+        tput_ok=tput > 0,
+        rel_tput=np.clip(rel, 0.0, 1.0),
+        best_tput=best,
+        allowed=wl.allowed_types.copy(),
+        arrival_cumsum=cs,
+    )
+
+
+@dataclass
+class MaskArrays:
+    """Legal actions and the quantities the conflict resolution reuses.
+
+    Shapes: N nodes, K slots, levels ``(L_g, L_c, L_m)``.
+
+    Attributes:
+        mask: Legal flat actions per node, int8, shape (N, A) (column 0 = no-op, always 1).
+        legal: The same without the no-op, shape (N, K, L_g, L_c, L_m).
+        single: The node can host the whole job alone, same shape. ``legal & ~single`` are the
+            gang claims (the node contributes to a multi-node job of its GPU type).
+        cpu_per_gpu: CPU cores per GPU at each CPU level, shape (N, K, L_c).
+        mem_per_gpu: GiB per GPU at each memory level, shape (N, K, L_m).
+        mem_ok: Memory level keeps the job above the memory floor, shape (N, K, L_m).
+        fits_any: Any legal placement of the slot on the node, shape (N, K).
+        fits_one: Legal at the 1x levels on the node alone, shape (N, K).
+    """
+
+    mask: NDArray[np.int8]
+    legal: NDArray[np.bool_]
+    single: NDArray[np.bool_]
+    cpu_per_gpu: NDArray[np.float64]
+    mem_per_gpu: NDArray[np.float64]
+    mem_ok: NDArray[np.bool_]
+    fits_any: NDArray[np.bool_]
+    fits_one: NDArray[np.bool_]
+
+
+@dataclass
+class _WindowStatic:
+    """Mask inputs fixed by the window and the up nodes (see :meth:`FeatureBuilder.masks`)."""
+
+    cpg: NDArray[np.float64]
+    mpg: NDArray[np.float64]
+    mem_ok: NDArray[np.bool_]
+    mem_bad: NDArray[np.bool_]
+    not_ok: NDArray[np.bool_]
+    G: NDArray[np.int64]
+    single: NDArray[np.bool_]
+    gang: NDArray[np.bool_]
+
+
+class FeatureBuilder:
+    """Builds masks, observations and the global state for one cluster and level sets.
+
+    Args:
+        cluster: The cluster.
+        tm: The throughput model (fixes M).
+        levels: Level sets.
+        window: Window size K.
+        resident_slots: Resident slots R.
+        max_decisions: Max decision steps per round (for the round-progress feature).
+    """
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        tm: ThroughputModel,
+        levels: LevelSets,
+        window: int,
+        resident_slots: int,
+        max_decisions: int,
+    ) -> None:
+        self.cluster = cluster
+        self.tm = tm
+        self.levels = levels
+        self.K = window
+        self.R = resident_slots
+        self.max_decisions = max_decisions
+        N = cluster.num_nodes
+        self.layout = ObsLayout(
+            num_nodes=N,
+            num_models=tm.num_models,
+            resident_slots=resident_slots,
+            window=window,
+            num_cpu_levels=len(levels.cpu),
+            num_mem_levels=len(levels.mem),
+        )
+        self.node_type = cluster.node_type
+        self.node_gpus = cluster.node_gpus.astype(np.float64)
+        self.node_cpus = cluster.node_cpus
+        self.node_mem = cluster.node_mem
+        self.cpu_share = cluster.node_cpus / cluster.node_gpus
+        self.mem_share = cluster.node_mem / cluster.node_gpus
+        self.type_onehot = np.zeros((N, NUM_TYPES))
+        self.type_onehot[np.arange(N), cluster.node_type] = 1.0
+        self.type_onehot_T = self.type_onehot.T.copy()  # (T, N)
+        self.gpus_per_type = cluster.gpus_per_type().astype(np.float64)
+        self.node_size = self.node_gpus / self.node_gpus.max()
+        self.lc = np.asarray(levels.cpu, dtype=np.float64)
+        self.lm = np.asarray(levels.mem, dtype=np.float64)
+        self.one = levels.one_index
+        self.num_gpus = float(cluster.num_gpus)
+        self._keep_factor = 1.0 - tm.node_iota
+        self._static_cache: tuple[JobTable, bytes, bytes, _WindowStatic] | None = None
+        # Per-type sums without BLAS (tiny matmuls would wake OpenBLAS threads): nodes sorted
+        # by type, one reduceat segment per present type, in ascending catalogue order.
+        self.type_perm = np.argsort(cluster.node_type, kind="stable")
+        st = cluster.node_type[self.type_perm]
+        self.type_starts = np.flatnonzero(np.r_[True, st[1:] != st[:-1]])
+        self.present_types = st[self.type_starts]
+        self.node_group = np.searchsorted(self.present_types, cluster.node_type)
+
+    def per_type_sum(self, x: NDArray[np.floating]) -> NDArray[np.float64]:
+        """Sum over the nodes of each present GPU type, shape (P, ...) for ``x`` (N, ...)."""
+        return np.asarray(np.add.reduceat(x[self.type_perm], self.type_starts, axis=0))
+
+    def per_type_any(self, x: NDArray[np.bool_]) -> NDArray[np.bool_]:
+        """Any over the nodes of each present GPU type, shape (P, ...) for ``x`` (N, ...)."""
+        return np.asarray(np.logical_or.reduceat(x[self.type_perm], self.type_starts, axis=0))
+
+    # ------------------------------------------------------------------ masks
+    def _window_static(
+        self,
+        jt: JobTable,
+        wl: Workload,
+        window: NDArray[np.int64],
+        slot_ok: NDArray[np.bool_],
+        node_up: NDArray[np.bool_],
+    ) -> _WindowStatic:
+        """The mask parts that depend only on the window and the up nodes (cached)."""
+        wb, ub = window.tobytes(), node_up.tobytes()
+        c = self._static_cache  # holds jt itself, so its id cannot be reused while cached
+        if c is not None and c[0] is jt and c[1] == wb and c[2] == ub:
+            return c[3]
+        N, K = node_up.shape[0], window.shape[0]
+        w = np.where(slot_ok, window, 0)
+        nt = self.node_type
+        req_c = wl.cpu_per_gpu[w]  # (K,)
+        req_m = wl.mem_per_gpu[w]
+        if self.levels.cap_at_node_share:
+            cpg = np.minimum(req_c, self.cpu_share[:, None])[:, :, None] * self.lc  # (N, K, Lc)
+            mpg = np.minimum(req_m, self.mem_share[:, None])[:, :, None] * self.lm  # (N, K, Lm)
+        else:
+            cpg = np.broadcast_to((req_c[:, None] * self.lc)[None], (N, K, self.lc.size))
+            mpg = np.broadcast_to((req_m[:, None] * self.lm)[None], (N, K, self.lm.size))
+        mem_ok = mpg >= (self.tm.mem_floor - EPS) * req_m[:, None]
+        ok_nk = jt.allowed[w][:, nt].T & (slot_ok[None, :] & node_up[:, None])  # (N, K)
+        tok = jt.tput_ok[w][:, nt] & (jt.level_ok[w] & slot_ok[:, None])[:, None, :, None]
+        out = _WindowStatic(
+            cpg=cpg,
+            mpg=mpg,
+            mem_ok=mem_ok,
+            mem_bad=~mem_ok,
+            not_ok=np.broadcast_to(~ok_nk[:, :, None], cpg.shape),
+            G=jt.gpu_count[w][None, :, :, None, None],  # (1, K, Lg, 1, 1)
+            single=tok[..., 0].transpose(1, 0, 2)[..., None, None],  # (N, K, Lg, 1, 1)
+            gang=np.transpose(np.any(tok, axis=3), (1, 0, 2))[..., None, None],
+        )
+        self._static_cache = (jt, wb, ub, out)
+        return out
+
+    def masks(
+        self,
+        jt: JobTable,
+        wl: Workload,
+        window: NDArray[np.int64],
+        slot_ok: NDArray[np.bool_],
+        free_g: NDArray[np.int64],
+        free_c: NDArray[np.float64],
+        free_m: NDArray[np.float64],
+        node_up: NDArray[np.bool_],
+    ) -> MaskArrays:
+        """Legal actions of every node for the window (all arrays vectorised).
+
+        Args:
+            jt: The episode's job table.
+            wl: The workload.
+            window: Job index per slot (-1 for empty), shape (K,).
+            slot_ok: Slot holds a job, shape (K,).
+            free_g: Free GPUs per node, shape (N,).
+            free_c: Free CPU cores per node, shape (N,).
+            free_m: Free memory per node (GiB), shape (N,).
+            node_up: Node is up, shape (N,).
+        """
+        N = free_g.shape[0]
+        K = window.shape[0]
+        st = self._window_static(jt, wl, window, slot_ok, node_up)
+        cpg, mpg, mem_ok, G, t_single, t_gang = st.cpg, st.mpg, st.mem_ok, st.G, st.single, st.gang
+        cap_c = np.floor(free_c[:, None, None] / cpg + EPS)
+        cap_m = np.floor(free_m[:, None, None] / mpg + EPS)
+        cap_m[st.mem_bad] = 0.0
+        cap_c[st.not_ok] = 0.0
+        cap = np.minimum(cap_c[:, :, :, None], cap_m[:, :, None, :])
+        np.minimum(cap, free_g[:, None, None, None], out=cap)  # (N, K, Lc, Lm)
+        capb = cap[:, :, None]  # (N, K, 1, Lc, Lm)
+        fits = capb >= G
+        single = fits & t_single
+        type_cap = self.per_type_sum(cap)[self.node_group]  # capacity of the node's type
+        gang_ok = (capb >= 1.0) & (type_cap[:, :, None] >= G) & t_gang
+        legal = np.where(fits, t_single, gang_ok)
+        mask = np.empty((N, 1 + legal[0].size), dtype=np.int8)
+        mask[:, 0] = 1
+        mask[:, 1:] = legal.reshape(N, -1)
+        g1, c1, m1 = self.one
+        return MaskArrays(
+            mask=mask,
+            legal=legal,
+            single=single,
+            cpu_per_gpu=cpg,
+            mem_per_gpu=mpg,
+            mem_ok=mem_ok,
+            fits_any=np.asarray(np.any(mask[:, 1:].reshape(N, K, -1), axis=2), dtype=bool),
+            fits_one=single[:, :, g1, c1, m1],
+        )
+
+    # ------------------------------------------------------------------ observations
+    def entry_features(
+        self,
+        wl: Workload,
+        job: NDArray[np.int64],
+        node: NDArray[np.int64],
+        gpus: NDArray[np.int64],
+        cpus: NDArray[np.float64],
+        mem: NDArray[np.float64],
+        new: bool,
+        remaining: NDArray[np.float64],
+        attained: NDArray[np.float64],
+    ) -> NDArray[np.float64]:
+        """Resident-slot features of allocation entries, shape (E, res_dim).
+
+        Args:
+            wl: The workload.
+            job: Job per entry, shape (E,).
+            node: Node per entry, shape (E,).
+            gpus: GPUs per entry, shape (E,).
+            cpus: CPU cores per entry, shape (E,).
+            mem: Memory per entry (GiB), shape (E,).
+            new: Entries placed during this round.
+            remaining: Remaining work per job, shape (J,).
+            attained: Attained GPU-seconds per job, shape (J,).
+        """
+        E = job.shape[0]
+        M = self.layout.num_models
+        out = np.zeros((E, self.layout.res_dim))
+        if E == 0:
+            return out
+        g = gpus.astype(np.float64)
+        out[:, 0] = 1.0
+        out[np.arange(E), 1 + wl.model[job]] = 1.0
+        cr = cpus / (g * wl.cpu_per_gpu[job])
+        mr = mem / (g * wl.mem_per_gpu[job])
+        out[:, 1 + M] = g / self.node_gpus[node]
+        out[:, 2 + M] = cpus / self.node_cpus[node]
+        out[:, 3 + M] = mem / self.node_mem[node]
+        out[:, 4 + M] = cr / (1.0 + cr)
+        out[:, 5 + M] = mr / (1.0 + mr)
+        out[:, 6 + M] = remaining[job] / wl.work[job]
+        a = attained[job]
+        out[:, 7 + M] = a / (a + HOUR)
+        out[:, 8 + M] = float(new)
+        return out
+
+    def node_blocks(
+        self,
+        resident: NDArray[np.float64],
+        count: NDArray[np.int64],
+        free_g: NDArray[np.int64],
+        free_c: NDArray[np.float64],
+        free_m: NDArray[np.float64],
+        node_up: NDArray[np.bool_],
+    ) -> NDArray[np.float64]:
+        """Own-node blocks of every node, shape (N, node_dim).
+
+        Args:
+            resident: Resident-slot features, shape (N, R, res_dim) (see
+                :meth:`entry_features`; the env keeps it up to date incrementally).
+            count: Jobs (entries) per node this round, shape (N,).
+            free_g: Free GPUs per node, shape (N,).
+            free_c: Free CPU cores per node, shape (N,).
+            free_m: Free memory per node, shape (N,).
+            node_up: Node is up, shape (N,).
+        """
+        N = free_g.shape[0]
+        head = np.empty((N, 7))
+        head[:, 0] = free_g / self.node_gpus
+        head[:, 1] = self.node_size
+        head[:, 2] = free_c / self.node_cpus
+        head[:, 3] = free_m / self.node_mem
+        head[:, 4] = node_up
+        head[:, 5] = np.minimum(count / self.R, 1.0)
+        head[:, 6] = np.where(count >= 1, 1.0 - self._keep_factor ** np.maximum(count - 1, 0), 0.0)
+        return np.concatenate([self.type_onehot, head, resident.reshape(N, -1)], axis=1)
+
+    def window_common(
+        self,
+        jt: JobTable,
+        window: NDArray[np.int64],
+        slot_ok: NDArray[np.bool_],
+        now: float,
+        wl: Workload,
+        remaining: NDArray[np.float64],
+        attained: NDArray[np.float64],
+    ) -> NDArray[np.float64]:
+        """Node-independent window features, shape (K, job_common_dim)."""
+        w = np.where(slot_ok, window, 0)
+        best = jt.best_tput[w]
+        rem_s = np.where(best > 0, remaining[w] / np.where(best > 0, best, 1.0), 0.0)
+        dyn = np.stack(
+            [
+                squash(now - wl.arrival[w], HOUR),
+                squash(attained[w], HOUR),
+                squash(rem_s, HOUR),
+            ],
+            axis=1,
+        )
+        out = np.concatenate([np.ones((w.shape[0], 1)), jt.static[w], dyn], axis=1)
+        return out * slot_ok[:, None]
+
+    def window_node(
+        self,
+        jt: JobTable,
+        wl: Workload,
+        window: NDArray[np.int64],
+        slot_ok: NDArray[np.bool_],
+        ma: MaskArrays,
+    ) -> NDArray[np.float64]:
+        """Node-specific window features, shape (N, K, 6)."""
+        w = np.where(slot_ok, window, 0)
+        nt = self.node_type
+        rc = wl.cpu_per_gpu[w][None, :] / self.cpu_share[:, None]
+        rm = wl.mem_per_gpu[w][None, :] / self.mem_share[:, None]
+        rel = jt.rel_tput[w][:, nt].T  # (N, K)
+        allowed = jt.allowed[w][:, nt].T
+        out = np.stack(
+            [
+                rc / (1.0 + rc),
+                rm / (1.0 + rm),
+                rel,
+                allowed.astype(np.float64),
+                ma.fits_any.astype(np.float64),
+                ma.fits_one.astype(np.float64),
+            ],
+            axis=2,
+        )
+        return out * slot_ok[None, :, None]
+
+    def global_block(
+        self,
+        n_pending: int,
+        n_placed: int,
+        free_g: NDArray[np.int64],
+        decision_step: int,
+        n_done: int,
+        n_arrived: int,
+        num_jobs: int,
+    ) -> NDArray[np.float64]:
+        """Global features, shape (global_dim,)."""
+        busy = np.bincount(self.node_type, weights=self.node_gpus - free_g, minlength=NUM_TYPES)
+        util = np.where(self.gpus_per_type > 0, busy / np.maximum(self.gpus_per_type, 1.0), 0.0)
+        head = np.array(
+            [n_pending / (n_pending + self.K), n_placed / (n_placed + self.cluster.num_nodes)]
+        )
+        tail = np.array(
+            [
+                free_g.sum() / self.num_gpus,
+                min(decision_step / self.max_decisions, 1.0),
+                n_done / num_jobs,
+                n_arrived / num_jobs,
+            ]
+        )
+        return np.concatenate([head, util, tail])
+
+    def observations(
+        self,
+        nodes: NDArray[np.float64],
+        common: NDArray[np.float64],
+        per_node: NDArray[np.float64],
+        glob: NDArray[np.float64],
+    ) -> NDArray[np.float32]:
+        """Per-agent observations, shape (N, D), float32 in [0, 1]."""
+        N, K = per_node.shape[:2]
+        win = np.concatenate([np.broadcast_to(common, (N,) + common.shape), per_node], axis=2)
+        obs = np.concatenate(
+            [nodes, win.reshape(N, -1), np.broadcast_to(glob, (N, glob.shape[0]))], axis=1
+        )
+        return np.clip(obs, 0.0, 1.0).astype(F32)
+
+    def state(
+        self,
+        jt: JobTable,
+        window: NDArray[np.int64],
+        slot_ok: NDArray[np.bool_],
+        nodes: NDArray[np.float64],
+        common: NDArray[np.float64],
+        glob: NDArray[np.float64],
+    ) -> NDArray[np.float32]:
+        """Global state, shape (state_dim,), float32 in [0, 1]."""
+        w = np.where(slot_ok, window, 0)
+        rel = jt.rel_tput[w] * slot_ok[:, None]
+        allowed = jt.allowed[w] * slot_ok[:, None]
+        jobs = np.concatenate([common, rel, allowed], axis=1)
+        out = np.concatenate([nodes.ravel(), jobs.ravel(), glob])
+        return np.clip(out, 0.0, 1.0).astype(F32)

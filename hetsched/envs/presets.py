@@ -1,0 +1,168 @@
+"""Resolve the env's ``cluster`` / ``workload`` / ``throughput`` arguments.
+
+* ``cluster``: a :class:`~hetsched.sim.cluster.Cluster`, a preset name (``conf/cluster/<name>.yaml``,
+  e.g. ``"sia_64"``), or a spec mapping ``{"name": ..., "nodes": [...]}`` for
+  :meth:`Cluster.from_spec`.
+* ``workload``: a :class:`~hetsched.sim.workload.Workload` (replayed as is every episode), a
+  preset name (``conf/workload/<name>.yaml``, e.g. ``"philly"``) whose fields can be overridden
+  with ``workload_kwargs`` (``{"num_jobs": 40}`` becomes the Hydra override
+  ``workload.num_jobs=40``), or any factory called as ``factory(throughput=, cluster=, rng=)``.
+* ``throughput``: a :class:`~hetsched.sim.throughput.ThroughputModel`, a path to a table
+  ``.npz``, or ``None`` for the shipped table.
+
+Presets are composed with Hydra from the repository's ``conf/`` directory (the same way
+``scripts/evaluate.py`` does) and cached per process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hetsched.sim.cluster import Cluster
+from hetsched.sim.faults import FailureSpec
+from hetsched.sim.throughput import ThroughputModel, default_throughput
+from hetsched.sim.workload import Workload
+
+#: A workload factory: ``factory(throughput=, cluster=, rng=) -> Workload``.
+WorkloadFactory = Callable[..., Workload]
+
+CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+
+_CACHE: dict[tuple[str, ...], Any] = {}
+
+
+def _compose(group: str, name: str, overrides: tuple[str, ...]) -> Any:
+    """Instantiate ``conf/<group>/<name>.yaml`` (with overrides) through Hydra, cached."""
+    key = (group, name, *overrides)
+    if key in _CACHE:
+        return _CACHE[key]
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.errors import HydraException
+    from hydra.utils import instantiate
+
+    import hetsched.config  # noqa: F401  (registers the schemas)
+
+    preset = CONF_DIR / group / f"{name}.yaml"
+    if not preset.is_file():
+        avail = sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+        raise ValueError(
+            f"unknown {group} preset {name!r} (no {preset}); available: {avail or 'none'}; "
+            f"or pass a {'Cluster' if group == 'cluster' else 'Workload or factory'} object"
+        )
+    ovr = [f"{group}={name}", *overrides]
+    try:
+        if GlobalHydra.instance().is_initialized():
+            cfg = compose("evaluate", overrides=ovr)
+        else:
+            with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+                cfg = compose("evaluate", overrides=ovr)
+    except HydraException as err:
+        raise ValueError(
+            f"cannot compose {group} preset {name!r} with {list(overrides)}: {err}"
+        ) from err
+    obj = instantiate(cfg[group])
+    _CACHE[key] = obj
+    return obj
+
+
+def resolve_throughput(throughput: ThroughputModel | str | Path | None) -> ThroughputModel:
+    """The throughput model named by the env argument."""
+    if throughput is None:
+        return default_throughput()
+    if isinstance(throughput, ThroughputModel):
+        return throughput
+    if isinstance(throughput, str | Path):
+        return ThroughputModel.load(throughput)
+    raise ValueError(f"throughput={throughput!r} must be a ThroughputModel, a .npz path or None")
+
+
+def resolve_cluster(cluster: Cluster | str | Mapping[str, Any]) -> Cluster:
+    """The cluster named by the env argument."""
+    if isinstance(cluster, Cluster):
+        return cluster
+    if isinstance(cluster, str):
+        obj = _compose("cluster", cluster, ())
+        if not isinstance(obj, Cluster):
+            raise ValueError(
+                f"cluster preset {cluster!r} did not build a Cluster (got {type(obj)})"
+            )
+        return obj
+    if isinstance(cluster, Mapping):
+        if "nodes" not in cluster:
+            raise ValueError("a cluster spec mapping needs 'nodes' (and optionally 'name')")
+        return Cluster.from_spec(str(cluster.get("name", "custom")), cluster["nodes"])
+    raise ValueError(
+        f"cluster={cluster!r} must be a Cluster, a preset name such as 'sia_64', or a spec mapping"
+    )
+
+
+def resolve_workload(
+    workload: Workload | str | WorkloadFactory,
+    workload_kwargs: Mapping[str, Any] | None = None,
+) -> Workload | WorkloadFactory:
+    """A fixed workload, or a factory called once per episode with the episode's generator."""
+    kw = dict(workload_kwargs or {})
+    if isinstance(workload, Workload):
+        if kw:
+            raise ValueError("workload_kwargs only apply to a workload preset name or a factory")
+        return workload
+    if isinstance(workload, str):
+        overrides = tuple(f"workload.{k}={_hydra_value(v)}" for k, v in sorted(kw.items()))
+        factory = _compose("workload", workload, overrides)
+        if not callable(factory):
+            raise ValueError(f"workload preset {workload!r} did not build a factory")
+        return factory
+    if callable(workload):
+        return partial(workload, **kw) if kw else workload
+    raise ValueError(
+        f"workload={workload!r} must be a Workload, a preset name such as 'philly', or a factory"
+    )
+
+
+def _hydra_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if v is None:
+        return "null"
+    if isinstance(v, list | tuple):
+        return "[" + ",".join(_hydra_value(x) for x in v) + "]"
+    return str(v)
+
+
+def as_failure_spec(failures: FailureSpec | Mapping[str, Any] | None) -> FailureSpec | None:
+    """The env's ``failures`` argument as a :class:`FailureSpec` (None: no failures)."""
+    if failures is None or isinstance(failures, FailureSpec):
+        return failures
+    if isinstance(failures, Mapping):
+        try:
+            return FailureSpec(**dict(failures))
+        except TypeError as err:
+            raise ValueError(
+                f"failures={dict(failures)!r}: {err}; fields are mtbf_h, repair_h, "
+                "fixed_repair, trace"
+            ) from None
+    raise ValueError(
+        f"failures={failures!r} must be a FailureSpec, a mapping of its fields or None"
+    )
+
+
+def make_workload(
+    source: Workload | WorkloadFactory,
+    *,
+    throughput: ThroughputModel,
+    cluster: Cluster,
+    rng: np.random.Generator,
+) -> Workload:
+    """The episode's workload: ``source`` itself, or ``source(throughput=, cluster=, rng=)``."""
+    if isinstance(source, Workload):
+        return source
+    wl = source(throughput=throughput, cluster=cluster, rng=rng)
+    if not isinstance(wl, Workload):
+        raise ValueError(f"workload factory {source!r} returned {type(wl)}, not a Workload")
+    return wl

@@ -1,0 +1,265 @@
+"""Action levels, the flat action codec and the env settings shared by every hetsched env.
+
+Actions are flat ``Discrete`` indices (see ``shared/reference/maifs.md`` section 4)::
+
+    A = 1 + K * L_g * L_c * L_m            (index 0 = no-op)
+    a = 1 + ((k * L_g + g) * L_c + c) * L_m + m
+
+where ``k`` is a candidate-window slot, ``g`` a GPU-count level, ``c`` a CPU-per-GPU level and
+``m`` a memory-per-GPU level. Levels are *relative to the job's request*:
+
+* GPU level ``x``: ``x * req_gpus`` rounded to a power of two and clipped to
+  ``[min_gpus, max_gpus]``; the ``1.0`` level is the request itself (no rounding). Rigid jobs
+  (``min_gpus == max_gpus``) only have the ``1.0`` level. A level whose count equals the
+  ``1.0`` level's or an earlier level's is masked (no duplicate actions).
+* CPU level ``x``: ``x * base_cpu`` cores per GPU; memory level ``x``: ``x * base_mem`` GiB per
+  GPU. ``base`` is the job's request per GPU, capped at the node's per-GPU share (node CPUs /
+  node GPUs, node memory / node GPUs) when ``LevelSets.cap_at_node_share`` is true (the
+  default: the ``1.0`` levels then equal what the non-fungible baselines' ``Placer`` gives, so
+  their schedules are expressible as actions).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+#: Default level sets (maifs.md section 4).
+DEFAULT_GPU_LEVELS: tuple[float, ...] = (0.5, 1.0, 2.0)
+DEFAULT_CPU_LEVELS: tuple[float, ...] = (0.5, 1.0, 1.5, 2.0)
+DEFAULT_MEM_LEVELS: tuple[float, ...] = (0.5, 1.0, 1.5)
+
+#: How a round's simulated time advances once the agents are done deciding.
+ADVANCE_MODES: tuple[str, ...] = ("round", "no_pending", "event")
+#: Order of the candidate window.
+WINDOW_ORDERS: tuple[str, ...] = ("arrival", "attained")
+#: Who wins when several agents claim the same single-node job.
+CONFLICT_RULES: tuple[str, ...] = ("lowest_index", "best_fit", "most_free")
+
+
+def _level_tuple(name: str, value: Any) -> tuple[float, ...]:
+    try:
+        out = tuple(float(v) for v in value)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"levels.{name}={value!r} must be a sequence of positive numbers"
+        ) from None
+    if not out:
+        raise ValueError(f"levels.{name} is empty; give at least the 1.0 level, e.g. [1.0]")
+    if any(not math.isfinite(v) or v <= 0 for v in out):
+        raise ValueError(f"levels.{name}={list(out)} must hold positive finite numbers")
+    if len(set(out)) != len(out):
+        raise ValueError(f"levels.{name}={list(out)} has duplicates; list each level once")
+    if 1.0 not in out:
+        raise ValueError(
+            f"levels.{name}={list(out)} lacks the 1.0 level (the request itself); add 1.0 so "
+            "that fixed policies and the 'fits at request' features are expressible"
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class LevelSets:
+    """Level sets of the fungible allocation (multipliers of the request).
+
+    Attributes:
+        gpu: GPU-count multipliers (must contain 1.0).
+        cpu: CPU-per-GPU multipliers (must contain 1.0).
+        mem: Memory-per-GPU multipliers (must contain 1.0).
+        cap_at_node_share: Cap the per-GPU base at the node's per-GPU share.
+    """
+
+    gpu: tuple[float, ...] = DEFAULT_GPU_LEVELS
+    cpu: tuple[float, ...] = DEFAULT_CPU_LEVELS
+    mem: tuple[float, ...] = DEFAULT_MEM_LEVELS
+    cap_at_node_share: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("gpu", "cpu", "mem"):
+            object.__setattr__(self, name, _level_tuple(name, getattr(self, name)))
+        object.__setattr__(self, "cap_at_node_share", bool(self.cap_at_node_share))
+
+    @classmethod
+    def from_any(cls, value: LevelSets | Mapping[str, Any] | None) -> LevelSets:
+        """Accept a :class:`LevelSets`, a mapping of its fields, or ``None`` (defaults)."""
+        if value is None:
+            return cls()
+        if isinstance(value, LevelSets):
+            return value
+        if isinstance(value, Mapping):
+            known = {f.name for f in fields(cls)}
+            unknown = set(value) - known
+            if unknown:
+                raise ValueError(
+                    f"unknown level set key(s) {sorted(unknown)}; allowed: {sorted(known)}"
+                )
+            return cls(**dict(value))
+        raise ValueError(f"levels={value!r} must be a LevelSets, a mapping or None")
+
+    @property
+    def sizes(self) -> tuple[int, int, int]:
+        """``(L_g, L_c, L_m)``."""
+        return len(self.gpu), len(self.cpu), len(self.mem)
+
+    @property
+    def one_index(self) -> tuple[int, int, int]:
+        """Index of the 1.0 level in each set."""
+        return self.gpu.index(1.0), self.cpu.index(1.0), self.mem.index(1.0)
+
+
+@dataclass(frozen=True)
+class RewardWeights:
+    """Weights of the named reward components (all rewards are team rewards).
+
+    The step reward is::
+
+        r = - jobs * J_s / Z - makespan * 1[terminal] * makespan_s / 3600
+            - conflict * (#conflicts + #failed gang claims) - invalid * #invalid actions
+
+    with ``J_s`` the jobs-in-system integral over the step in job-seconds and
+    ``Z = 3600 * N_gpu / 8`` (maifs.md section 7): with ``jobs=1`` the episode sum of the first
+    term is ``- total JCT / Z``.
+
+    Attributes:
+        jobs: Weight of the jobs-in-system integral.
+        makespan: Weight of the terminal makespan term (hours).
+        conflict: Penalty per lost or unfilled claim.
+        invalid: Penalty per invalid (masked-out or malformed) action.
+    """
+
+    jobs: float = 1.0
+    makespan: float = 0.1
+    conflict: float = 0.01
+    invalid: float = 0.01
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            v = getattr(self, f.name)
+            try:
+                fv = float(v)
+            except (TypeError, ValueError):
+                raise ValueError(f"reward weight {f.name}={v!r} must be a number") from None
+            if not math.isfinite(fv):
+                raise ValueError(f"reward weight {f.name}={v!r} must be finite")
+            object.__setattr__(self, f.name, fv)
+
+    @classmethod
+    def from_any(cls, value: RewardWeights | Mapping[str, float] | None) -> RewardWeights:
+        """Accept a :class:`RewardWeights`, a partial mapping of weights, or ``None``."""
+        if value is None:
+            return cls()
+        if isinstance(value, RewardWeights):
+            return value
+        if isinstance(value, Mapping):
+            known = {f.name for f in fields(cls)}
+            unknown = set(value) - known
+            if unknown:
+                raise ValueError(
+                    f"unknown reward component(s) {sorted(unknown)}; components: {sorted(known)}"
+                )
+            return cls(**{k: float(v) for k, v in value.items()})
+        raise ValueError(f"reward_weights={value!r} must be a RewardWeights, a mapping or None")
+
+
+@dataclass(frozen=True)
+class EnvSettings:
+    """Settings shared by the multi-agent and the central env (validated on construction).
+
+    Attributes:
+        window: Candidate-window size K.
+        resident_slots: Padded slots R for a node's jobs in its observation.
+        levels: Level sets.
+        reward_weights: Reward weights.
+        max_cycles: Env steps after which an episode is truncated (>= 2).
+        round_s: Round length in seconds.
+        max_decisions_per_round: Decision steps after which a round's time advances anyway.
+        advance: ``"round"``: each round lasts ``round_s``; ``"no_pending"`` (default): skip
+            whole rounds while nothing waits (Simulator ``static_when_no_pending``);
+            ``"event"``: advance to the next arrival or completion (``event_driven``).
+        skip_idle: When no agent has any legal placement, advance on its own to the next
+            arrival or completion instead of asking the agents to pass.
+        window_order: ``"arrival"`` or ``"attained"`` (least attained GPU-time first).
+        conflict_rule: Winner among single-node claims of one job: ``"lowest_index"``,
+            ``"best_fit"`` (fewest free GPUs left) or ``"most_free"``; ties to the lowest index.
+        max_time_s: Simulation horizon in seconds (``None``: none); reaching it truncates.
+        validate_allocations: Let the engine re-validate the env's own allocations (slower;
+            the env builds valid ones by construction).
+    """
+
+    window: int = 8
+    resident_slots: int = 4
+    levels: LevelSets = field(default_factory=LevelSets)
+    reward_weights: RewardWeights = field(default_factory=RewardWeights)
+    max_cycles: int = 20_000
+    round_s: float = 60.0
+    max_decisions_per_round: int = 32
+    advance: str = "no_pending"
+    skip_idle: bool = True
+    window_order: str = "arrival"
+    conflict_rule: str = "lowest_index"
+    max_time_s: float | None = None
+    validate_allocations: bool = False
+
+    def __post_init__(self) -> None:
+        for name, lo in (("window", 1), ("resident_slots", 1), ("max_decisions_per_round", 1)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or int(v) != v or int(v) < lo:
+                raise ValueError(f"{name}={v!r} must be an integer >= {lo}")
+            object.__setattr__(self, name, int(v))
+        mc = self.max_cycles
+        if isinstance(mc, bool) or int(mc) != mc or int(mc) < 2:
+            raise ValueError(
+                f"max_cycles={mc!r} must be an integer >= 2 (episodes never truncate after step 1)"
+            )
+        object.__setattr__(self, "max_cycles", int(mc))
+        rs = float(self.round_s)
+        if not math.isfinite(rs) or rs <= 0:
+            raise ValueError(f"round_s={self.round_s!r} must be a positive number of seconds")
+        object.__setattr__(self, "round_s", rs)
+        for name, allowed in (
+            ("advance", ADVANCE_MODES),
+            ("window_order", WINDOW_ORDERS),
+            ("conflict_rule", CONFLICT_RULES),
+        ):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name}={getattr(self, name)!r} is not one of {list(allowed)}")
+        if self.max_time_s is not None and not float(self.max_time_s) > 0:
+            raise ValueError(f"max_time_s={self.max_time_s!r} must be > 0 or None")
+        object.__setattr__(self, "levels", LevelSets.from_any(self.levels))
+        object.__setattr__(self, "reward_weights", RewardWeights.from_any(self.reward_weights))
+
+
+class ActionCodec:
+    """Encode and decode flat action indices ``(slot, gpu level, cpu level, mem level)``.
+
+    Args:
+        window: Window size K.
+        levels: Level sets.
+        groups: Size of an extra placement axis after the slot (the central env's GPU-type
+            choice); 1 for the per-node agents.
+        group_axis: Keep the group axis even when ``groups == 1`` (default: only when
+            ``groups > 1``).
+    """
+
+    def __init__(
+        self, window: int, levels: LevelSets, groups: int = 1, group_axis: bool | None = None
+    ) -> None:
+        lg, lc, lm = levels.sizes
+        axis = groups != 1 if group_axis is None else group_axis
+        self.shape: tuple[int, ...] = (window, groups, lg, lc, lm) if axis else (window, lg, lc, lm)
+        self.n = 1 + int(np.prod(self.shape))
+
+    def decode(self, actions: NDArray[np.integer] | Sequence[int]) -> tuple[NDArray[np.int64], ...]:
+        """Components of placement actions (each >= 1), one array per axis of :attr:`shape`."""
+        a = np.asarray(actions, dtype=np.int64) - 1
+        return tuple(np.asarray(x, dtype=np.int64) for x in np.unravel_index(a, self.shape))
+
+    def encode(self, *parts: NDArray[np.integer] | int) -> NDArray[np.int64]:
+        """Flat indices (>= 1) of the given components."""
+        idx = np.ravel_multi_index(tuple(np.asarray(p, dtype=np.int64) for p in parts), self.shape)
+        return np.asarray(idx, dtype=np.int64) + 1

@@ -1,0 +1,165 @@
+"""RL env speed benchmark: environment steps per second with a random masked policy.
+
+For each cluster (default ``sia_64`` and ``large_2048``) it runs the multi-agent env
+``hetsched/Cluster-v0`` with every agent acting (one uniformly random legal action per agent,
+drawn vectorised from the masks) and reports
+
+* ``ma_steps_per_s``: multi-agent ``env.step`` calls per second (all agents acting), the
+  policy's sampling included; target >= 2,000 on ``sia_64``;
+* ``sim_share``: fraction of that time spent in ``Simulator.advance`` (the engine), and
+  ``advances_per_step``;
+* ``central_steps_per_s``: the same for the single-agent ``hetsched/ClusterCentral-v0``.
+
+``*_per_cpu_s`` figures divide by this process's CPU time instead of wall time (robust to other
+load on a shared machine); episode resets (which draw a new workload) are not counted as steps.
+
+The workload is the ``philly`` preset (``--jobs`` jobs) when it exists, else the synthetic
+workload of :mod:`hetsched.envs.testing`. Episodes restart when they end.
+
+Usage::
+
+    python scripts/bench_env.py [--clusters sia_64 large_2048] [--steps 3000] [--jobs 400]
+                                [--out bench_env.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hetsched.envs import ClusterCentralEnv, ClusterParallelEnv
+from hetsched.envs.presets import CONF_DIR
+from hetsched.envs.testing import masked_random_actions, synthetic_workload
+
+
+def workload_args(jobs: int) -> dict[str, Any]:
+    """``workload`` / ``workload_kwargs`` env kwargs: the Philly preset, or synthetic jobs."""
+    if (CONF_DIR / "workload" / "philly.yaml").is_file():
+        return {"workload": "philly", "workload_kwargs": {"num_jobs": jobs}}
+    return {"workload": partial(synthetic_workload, num_jobs=jobs, mean_interarrival_s=60.0)}
+
+
+class _Timed:
+    """Wraps ``Simulator.advance`` to count calls and accumulate their wall time."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.seconds = 0.0
+
+    def wrap(self, env: Any) -> None:
+        sim = env.core.sim
+        inner = type(sim).advance
+
+        def advance(*a: Any, **k: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return inner(sim, *a, **k)
+            finally:
+                self.seconds += time.perf_counter() - t
+                self.calls += 1
+
+        sim.advance = advance
+
+
+def bench_parallel(cluster: str, steps: int, jobs: int, seed: int = 0) -> dict[str, float]:
+    """Multi-agent steps per second with a random masked policy."""
+    env = ClusterParallelEnv(cluster, seed=seed, max_cycles=10**9, **workload_args(jobs))
+    rng = np.random.default_rng(seed)
+    env.reset(seed=seed)
+    timer = _Timed()
+    timer.wrap(env)
+    agents = env.possible_agents
+    n = episodes = placed = 0
+    reset_wall = reset_cpu = 0.0
+    t0, c0 = time.perf_counter(), time.process_time()
+    while n < steps:
+        acts = masked_random_actions(env.action_masks(), rng)
+        _, _, term, trunc, infos = env.step(dict(zip(agents, acts.tolist(), strict=True)))
+        placed += int(infos[agents[0]]["placed_jobs"])
+        n += 1
+        if term[agents[0]] or trunc[agents[0]]:
+            episodes += 1
+            tr, cr = time.perf_counter(), time.process_time()
+            env.reset()  # not counted as step time
+            timer.wrap(env)  # a new workload may build a new simulator
+            reset_wall += time.perf_counter() - tr
+            reset_cpu += time.process_time() - cr
+    dt = time.perf_counter() - t0 - reset_wall
+    cpu = time.process_time() - c0 - reset_cpu
+    return {
+        "agents": len(agents),
+        "steps": n,
+        "ma_steps_per_s": n / dt,
+        "ma_steps_per_cpu_s": n / cpu,
+        "agent_steps_per_s": n * len(agents) / dt,
+        "advances_per_step": timer.calls / n,
+        "sim_share": timer.seconds / dt,
+        "env_us_per_step_excl_sim": 1e6 * (dt - timer.seconds) / n,
+        "placed_per_step": placed / n,
+        "episodes_finished": episodes,
+        "reset_s_mean": reset_wall / max(episodes, 1),
+        "obs_dim": env.core.layout.obs_dim,
+        "num_actions": env.num_actions,
+    }
+
+
+def bench_central(cluster: str, steps: int, jobs: int, seed: int = 0) -> dict[str, float]:
+    """Single-agent steps per second with a random masked policy."""
+    env = ClusterCentralEnv(cluster, seed=seed, max_cycles=10**9, **workload_args(jobs))
+    rng = np.random.default_rng(seed)
+    env.reset(seed=seed)
+    n = 0
+    reset_wall = reset_cpu = 0.0
+    t0, c0 = time.perf_counter(), time.process_time()
+    while n < steps:
+        a = int(masked_random_actions(env.action_masks()[None, :], rng)[0])
+        _, _, term, trunc, _ = env.step(a)
+        n += 1
+        if term or trunc:
+            tr, cr = time.perf_counter(), time.process_time()
+            env.reset()
+            reset_wall += time.perf_counter() - tr
+            reset_cpu += time.process_time() - cr
+    dt = time.perf_counter() - t0 - reset_wall
+    cpu = time.process_time() - c0 - reset_cpu
+    return {
+        "central_steps_per_s": n / dt,
+        "central_steps_per_cpu_s": n / cpu,
+        "obs_dim": float(env.obs_dim),
+        "num_actions": float(env.codec.n),
+    }
+
+
+def main() -> None:
+    """Run the benchmark and print (and optionally save) the figures."""
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--clusters", nargs="+", default=["sia_64", "large_2048"])
+    ap.add_argument("--steps", type=int, default=3000, help="env steps per measurement")
+    ap.add_argument("--jobs", type=int, default=400, help="jobs per workload")
+    ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON")
+    args = ap.parse_args()
+    out: dict[str, Any] = {"load_avg_1m": os.getloadavg()[0], "cpus": os.cpu_count()}
+    for cl in args.clusters:
+        out[f"parallel_{cl}"] = bench_parallel(cl, args.steps, args.jobs)
+        out[f"central_{cl}"] = bench_central(cl, args.steps, args.jobs)
+    out["load_avg_1m_end"] = os.getloadavg()[0]
+    for k, v in out.items():
+        if isinstance(v, dict):
+            print(f"{k}: " + ", ".join(f"{a}={b:.4g}" for a, b in v.items()))
+        else:
+            print(f"{k}: {v}")
+    if args.out:
+        args.out.write_text(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

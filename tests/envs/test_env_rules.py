@@ -1,0 +1,197 @@
+"""Decision rules of the multi-agent env: masks, conflicts, gangs, invalid actions, rounds, reward."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from env_helpers import act, jobs, tiny_central, tiny_env
+
+from hetsched.envs import INFO_KEYS
+
+
+def test_spaces_slices_and_bounds() -> None:
+    env = tiny_env(jobs([4, 8]))
+    obs, infos = env.reset(seed=0)
+    sl = env.observation_slices()
+    D = env.core.layout.obs_dim
+    covered = np.zeros(D, dtype=int)
+    for s in sl.values():
+        covered[s] += 1
+    assert np.all(covered == 1), "slices must tile the observation exactly once"
+    a100 = 4  # catalogue index of a100
+    for a in env.possible_agents:
+        o = obs[a]["observation"]
+        assert o.dtype == np.float32 and o.min() >= 0.0 and o.max() <= 1.0
+        assert np.array_equal(np.flatnonzero(o[sl["gpu_type_onehot"]]), [a100])
+        assert o[sl["free_gpu_frac"]][0] == 1.0 and o[sl["node_up"]][0] == 1.0
+        assert env.observation_space(a) is env.observation_space(a)
+        assert set(infos[a]) == set(INFO_KEYS)
+    st = env.state()
+    assert env.state_space.contains(st) and st.shape == env.state_space.shape
+
+
+def test_full_node_has_only_noop_and_stays_an_agent() -> None:
+    env = tiny_env(jobs([4, 4, 4]))
+    env.reset(seed=0)
+    # node_0 takes slot 0 (4 GPUs): it is then full, node_1 still can take the next job.
+    obs, *_, infos = env.step(act(env, node_0=1))
+    assert infos["node_0"]["placed"] == 1.0
+    assert env.agents == env.possible_agents
+    m0 = obs["node_0"]["action_mask"]
+    assert m0[0] == 1 and m0[1:].sum() == 0
+    assert infos["node_0"]["num_legal_actions"] == 1.0
+    assert obs["node_1"]["action_mask"][1] == 1
+
+
+def test_conflict_lowest_index_wins_and_is_reported() -> None:
+    env = tiny_env(jobs([4, 4]), reward_weights={"conflict": 0.5})
+    env.reset(seed=0)
+    _, rew, _, _, infos = env.step(act(env, node_0=1, node_1=1))  # both claim slot 0
+    assert infos["node_0"]["placed"] == 1.0 and infos["node_0"]["conflict"] == 0.0
+    assert infos["node_1"]["placed"] == 0.0 and infos["node_1"]["conflict"] == 1.0
+    assert infos["node_1"]["conflicts"] == 1.0 and infos["node_1"]["reward_conflict"] == -0.5
+    alloc = env.core.round_allocation()
+    assert alloc.job.tolist() == [0] and alloc.node.tolist() == [0]
+
+
+def test_conflict_rule_best_fit() -> None:
+    env = tiny_env(jobs([2, 2, 2]), conflict_rule="best_fit", window=3)
+    env.reset(seed=0)
+    env.step(act(env, node_1=1))  # node_1 holds 2 GPUs of 4
+    # both claim the next job (now slot 0): best fit picks node_1 (fewest GPUs left)
+    _, _, _, _, infos = env.step(act(env, node_0=1, node_1=1))
+    assert infos["node_1"]["placed"] == 1.0 and infos["node_0"]["conflict"] == 1.0
+
+
+def test_gang_across_nodes_and_failed_gang() -> None:
+    env = tiny_env(jobs([8]))
+    env.reset(seed=0)
+    m = env.action_masks()
+    assert m[0, 1] == 1 and m[1, 1] == 1  # each node may contribute to the 8-GPU gang
+    _, _, _, _, infos = env.step(act(env, node_0=1))  # one claim alone cannot fill it
+    assert infos["node_0"]["gang_failed"] == 1.0 and infos["node_0"]["placed"] == 0.0
+    env.reset(seed=0)
+    _, _, _, _, infos = env.step(act(env, node_0=1, node_1=1))
+    assert infos["node_0"]["placed_jobs"] == 1.0
+    alloc = env.core.last_alloc
+    assert sorted(alloc.node.tolist()) == [0, 1] and alloc.gpus.tolist() == [4, 4]
+
+
+@pytest.mark.parametrize("bad", [-1, 3, 10**9, None, "x", 1.5, [1, 2], np.int64(2)])
+def test_invalid_actions_never_raise(bad: object) -> None:
+    env = tiny_env(jobs([4, 4], seconds=3600.0))
+    env.reset(seed=0)
+    env.step(act(env, node_0=1))  # node_0 is full (same round): its claims are masked
+    assert env.core.decision_step == 1 and env.action_masks()[0, 1:].sum() == 0
+    acts: dict[str, object] = dict(act(env))
+    acts["node_0"] = bad
+    _, rew, _, _, infos = env.step(acts)
+    assert infos["node_0"]["invalid_action"] == 1.0
+    assert infos["node_0"]["invalid_actions"] == 1.0
+    assert infos["node_0"]["reward_invalid"] == pytest.approx(-0.01)
+    assert infos["node_1"]["invalid_action"] == 0.0
+
+
+def test_round_advances_when_all_pass_or_nothing_fits() -> None:
+    env = tiny_env(jobs([2, 2, 2], arrival=[0.0, 0.0, 0.0], seconds=3600.0), window=3)
+    env.reset(seed=0)
+    _, _, _, _, infos = env.step(act(env, node_0=1))
+    assert infos["node_0"]["rounds_advanced"] == 0.0 and infos["node_0"]["sim_time_s"] == 0.0
+    assert infos["node_0"]["decision_step"] == 1.0
+    _, _, _, _, infos = env.step(act(env))  # everyone passes: the round's time advances
+    assert infos["node_0"]["rounds_advanced"] >= 1.0 and infos["node_0"]["sim_time_s"] > 0.0
+    assert infos["node_0"]["decision_step"] == 0.0
+
+
+def test_reward_components_and_weights() -> None:
+    wl = jobs([4, 4, 4], arrival=[0.0, 0.0, 100.0])
+    env = tiny_env(wl, reward_weights={"jobs": 2.0, "makespan": 1.0})
+    env.reset(seed=0)
+    total = jobs_part = 0.0
+    last: dict[str, float] = {}
+    while env.agents:
+        m = env.action_masks()
+        a = {ag: int(np.flatnonzero(m[i])[-1]) for i, ag in enumerate(env.possible_agents)}
+        _, rew, term, _, infos = env.step(a)
+        i0 = infos["node_0"]
+        assert rew["node_0"] == pytest.approx(sum(i0[k] for k in INFO_KEYS[:4]))
+        total += rew["node_0"]
+        jobs_part += i0["reward_jobs"]
+        last = i0
+    assert term["node_0"]
+    res = env.sim_result()
+    jct = float((res.finish_time - wl.arrival).sum())
+    assert jobs_part == pytest.approx(-2.0 * jct / env.z, rel=1e-9)
+    makespan = float(np.nanmax(res.finish_time) - wl.arrival.min())
+    assert last["reward_makespan"] == pytest.approx(-makespan / 3600.0)
+
+
+def test_truncation_at_max_cycles_never_after_step_one() -> None:
+    env = tiny_env(jobs([4, 4, 4, 4], arrival=[0, 50, 100, 150]), max_cycles=2)
+    env.reset(seed=0)
+    _, _, term, trunc, _ = env.step(act(env))
+    assert not trunc["node_0"] and not term["node_0"] and env.agents
+    _, _, term, trunc, _ = env.step(act(env))
+    assert trunc["node_0"] and not term["node_0"] and env.agents == []
+    with pytest.raises(ValueError, match="max_cycles"):
+        tiny_env(jobs([4]), max_cycles=1)
+
+
+def test_settings_errors_name_the_value() -> None:
+    with pytest.raises(ValueError, match="conflict_rule='nope'"):
+        tiny_env(jobs([4]), conflict_rule="nope")
+    with pytest.raises(ValueError, match="lacks the 1.0 level"):
+        tiny_env(jobs([4]), levels={"gpu": [2.0]})
+    with pytest.raises(ValueError, match="unknown reward component"):
+        tiny_env(jobs([4]), reward_weights={"jct": 1.0})
+
+
+def test_fungible_levels_change_amounts() -> None:
+    env = tiny_env(
+        jobs([2], elastic=True), levels={"gpu": [1.0, 2.0], "cpu": [1.0, 2.0], "mem": [1.0]}
+    )
+    env.reset(seed=0)
+    a = int(env.core.codec.encode(0, 1, 1, 0)[()])  # slot 0, 2x GPUs, 2x CPU
+    _, _, _, _, infos = env.step(act(env, node_1=a))
+    assert infos["node_1"]["placed"] == 1.0
+    alloc = env.core.last_alloc
+    assert alloc.gpus.tolist() == [4] and alloc.cpus.tolist() == [4 * 8.0]
+
+
+def test_central_env_places_and_masks() -> None:
+    env = tiny_central(jobs([4, 8]))
+    obs, info = env.reset(seed=0)
+    m = env.action_masks()
+    assert m.dtype == bool and m.shape == (env.codec.n,) and m[0]
+    assert np.array_equal(m.astype(np.int8), info["action_mask"])
+    obs, r, term, trunc, info = env.step(1)  # slot 0 on the only type (a100)
+    assert info["placed"] == 1.0 and env.observation_space.contains(obs)
+    obs, r, term, trunc, info = env.step(10**6)
+    assert info["invalid_action"] == 1.0 and not trunc
+
+
+def test_failed_node_stays_an_agent_with_only_the_noop() -> None:
+    from hetsched.envs import ClusterParallelEnv
+    from hetsched.envs.testing import masked_random_actions, small_env_kwargs
+
+    kw = small_env_kwargs(num_jobs=16, failures={"mtbf_h": 3.0, "repair_h": 2.0})
+    env = ClusterParallelEnv(**kw, validate_allocations=True)  # the engine re-checks every round
+    obs, _ = env.reset(seed=0)
+    up = env.observation_slices()["node_up"]
+    rng = np.random.default_rng(0)
+    seen_down = 0
+    while env.agents:
+        assert env.agents == env.possible_agents
+        for i, a in enumerate(env.possible_agents):
+            if obs[a]["observation"][up][0] == 0.0:
+                seen_down += 1
+                assert not env.core.node_up[i]
+                assert obs[a]["action_mask"][1:].sum() == 0 and obs[a]["action_mask"][0] == 1
+        acts = masked_random_actions(env.action_masks(), rng)
+        obs, _, term, trunc, _ = env.step(
+            dict(zip(env.possible_agents, acts.tolist(), strict=True))
+        )
+    assert seen_down > 0, "the failure model should take some node down during the episode"
+    assert term["node_0"] and env.sim_result().node_failures > 0
+    with pytest.raises(ValueError, match="fields are mtbf_h"):
+        ClusterParallelEnv(**small_env_kwargs(failures={"mtbf": 1.0}))

@@ -14,7 +14,9 @@ What the estimator knows, per job ``j`` and GPU type ``k`` present in the cluste
    simulated jobs: the engine has no notion of profiling runs).
 2. **Observations.** Each round, the policy reports the progress rate it saw for every job that
    ran the whole previous round after any checkpoint-restore (``SimState.last_rate``, work units/s)
-   together with the job's GPU type and count. Observations are kept per (job, type, count) as an
+   together with the job's GPU type and count. A job stopped mid-round by a node failure is not
+   reported (its sample would be partial). Under periodic checkpointing the observed rate
+   includes the checkpoint pause (it is the job's real progress rate). Observations are kept per (job, type, count) as an
    exponential moving average of the log rate (``obs_weight`` = weight of the newest value;
    1.0 keeps the latest only). An observation at ``n0`` replaces the profile the same way.
 3. **Scaling model.** Known points (profile plus observations) of a (job, type) row are joined by

@@ -14,7 +14,9 @@ Sia's machinery (:class:`hetsched.baselines.sia.Sia`) and two changes:
 * **Fairness power** ``p = -1`` (the artifact's setting for Pollux).
 
 Everything else -- configurations, doubling cap, row normalisation, restart factor, lambda_n, the
-allocation-change penalty lambda_a, the MILP, placement -- is Sia's.
+allocation-change penalty lambda_a, the MILP, placement, and the handling of node failures
+(capacities and placement over up nodes only, failed jobs re-placed, their partial-round samples
+not observed) -- is Sia's.
 
 How it differs from real Pollux:
 

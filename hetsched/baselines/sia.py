@@ -83,6 +83,18 @@ round (``stats["shrunk"]``, ``stats["dropped"]``). CPU cores and memory are fixe
 ``t_restart + restart_delay`` (the policy observes when a job's checkpoint-restore finishes, as
 Sia's ``scaling_underway`` flag does); it is pinned meanwhile, and its observed rate only feeds
 the estimator once the restore is over.
+
+**Node failures** (:mod:`hetsched.sim.faults`). Every round the per-type capacity (the MILP's
+capacity rows, the exact shortcut and the greedy fallback) counts only GPUs of nodes that are up
+(``SimState.node_up``), and placement treats a down node as full, so no allocation ever names one.
+A capacity change is only a change of the capacity rows' right-hand sides: the kept HiGHS model
+is updated in place (the valid set and the constraint matrix use the cluster's full per-type
+capacity and do not change when nodes fail or recover). A job stopped by a failure is pending for
+the policy (not running, no restart factor, not pinned) and is re-placed like a waiting job; a
+job whose current placement names a down node (the engine never reports one, but the policy
+does not rely on that) is treated the same way. Its rate sample for the round it failed in is
+not fed to the estimator: only jobs that ran the whole round on up nodes are observed (the
+engine reports a failed job's rate as 0 and drops it from ``SimState.current``).
 """
 
 from __future__ import annotations
@@ -569,6 +581,7 @@ class Sia(BasePolicy):
         )
         self.types = self.estimator.types
         self.type_gpus = cluster.gpus_per_type()
+        self._cap: IntArray = self.type_gpus.astype(np.int64).copy()  # up GPUs per type
         # Memory share per GPU on every node of a type must clear the job's floor.
         mem_share = cluster.node_mem / cluster.node_gpus
         K = len(GPU_TYPE_NAMES)
@@ -606,6 +619,7 @@ class Sia(BasePolicy):
             "cache_hits": 0,
             "model_rebuilds": 0,
             "model_reuses": 0,
+            "down_node_rounds": 0,
             "profiling_gpu_s": self.estimator.profiling_gpu_s,
         }
 
@@ -621,17 +635,48 @@ class Sia(BasePolicy):
             )
         self._restarts_seen = state.restarts.copy()
         self._prev_time = t
-        cur = state.current
+        cur = self._live_current(state)
         if cur.size == 0:
             return
-        jobs, k, n = self._job_configs(state)
+        # Only jobs that ran the whole last round: a job stopped by a node failure is not in
+        # the live allocation (and its engine-reported rate is 0), so its partial sample is
+        # never recorded; a restoring job is skipped until its restore is over.
+        jobs, k, n = self._job_configs(state, cur)
         ok = (k >= 0) & (state.last_rate[jobs] > 0) & (self._restore_until[jobs] < t)
         self.estimator.observe(jobs[ok], k[ok], n[ok], state.last_rate[jobs[ok]])
 
     @staticmethod
-    def _job_configs(state: SimState) -> tuple[IntArray, IntArray, IntArray]:
-        """Jobs in the current allocation, their GPU type (-1 if mixed) and GPU count."""
+    def _live_current(state: SimState) -> Allocation:
+        """The previous allocation without the jobs that have an entry on a down node.
+
+        Such a job lost its placement (its node failed): it is treated as not running and is
+        re-placed from scratch.
+        """
         cur = state.current
+        up = state.node_up
+        if cur.size == 0 or bool(up[cur.node].all()):
+            return cur
+        gone = np.zeros(state.workload.num_jobs, dtype=bool)
+        gone[cur.job[~up[cur.node]]] = True
+        return cur.select(~gone[cur.job])
+
+    @staticmethod
+    def up_capacity(state: SimState) -> IntArray:
+        """GPUs on up nodes per catalogue GPU type, shape (K,).
+
+        Args:
+            state: The round's state (``node_up`` says which nodes count).
+        """
+        cl = state.cluster
+        w = np.where(state.node_up, cl.node_gpus, 0).astype(np.float64)
+        return np.bincount(cl.node_type, weights=w, minlength=len(GPU_TYPE_NAMES)).astype(np.int64)
+
+    @staticmethod
+    def _job_configs(
+        state: SimState, cur: Allocation | None = None
+    ) -> tuple[IntArray, IntArray, IntArray]:
+        """Jobs in ``cur`` (default ``state.current``), their GPU type (-1 if mixed), GPU count."""
+        cur = state.current if cur is None else cur
         J = state.workload.num_jobs
         gtype = state.cluster.node_type[cur.node]
         kmin = np.full(J, np.iinfo(np.int64).max)
@@ -681,10 +726,15 @@ class Sia(BasePolicy):
         wl, tm = state.workload, state.throughput
         A = act.size
         J = wl.num_jobs
+        # Capacity of this round: GPUs of up nodes only (a right-hand-side change in the MILP).
+        self._cap = self.up_capacity(state)
+        if not bool(state.node_up.all()):
+            self.stats["down_node_rounds"] += 1
+        live = self._live_current(state)
         cur_k_all = np.full(J, -1, dtype=np.int64)
         cur_n_all = np.zeros(J, dtype=np.int64)
-        if state.current.size:
-            jobs, k, n = self._job_configs(state)
+        if live.size:
+            jobs, k, n = self._job_configs(state, live)
             cur_k_all[jobs] = k
             cur_n_all[jobs] = n
         cur_k, cur_n = cur_k_all[act], cur_n_all[act]
@@ -749,7 +799,7 @@ class Sia(BasePolicy):
         chosen = self._solve(coef, va, vc, nc, tpos, lb, A)
         if chosen is None:
             chosen = self._greedy(Amat, valid, is_cur, pinned, running, nc, tpos, A)
-        return self._place(state, act, chosen, kc, nc, cur_k, cur_n, pinned)
+        return self._place(state, live, act, chosen, kc, nc, cur_k, cur_n, pinned)
 
     # ------------------------------------------------------------------ MILP
     def _solve(
@@ -777,7 +827,11 @@ class Sia(BasePolicy):
             self.stats["objective"].append(0.0)
             return out
         gpus, tp = nc[vc], tpos[vc]
-        key = hash((A, coef.tobytes(), va.tobytes(), gpus.tobytes(), tp.tobytes(), lb.tobytes()))
+        cap = self._cap[self.types]
+        key = hash(
+            (A, coef.tobytes(), va.tobytes(), gpus.tobytes(), tp.tobytes(), lb.tobytes())
+            + (cap.tobytes(),)
+        )
         if key == self._cache_key and self._cache_pick is not None:
             pick: IntArray | None = self._cache_pick
             self.stats["cache_hits"] += 1
@@ -811,7 +865,7 @@ class Sia(BasePolicy):
         first = order[np.unique(va[order], return_index=True)[1]]
         pick = first[(coef[first] < 0) | (lb[first] > 0)]
         used = np.bincount(tp[pick], weights=gpus[pick], minlength=self.types.size)
-        if np.all(used <= self.type_gpus[self.types]):
+        if np.all(used <= self._cap[self.types]):
             return np.sort(pick)
         return None
 
@@ -825,7 +879,7 @@ class Sia(BasePolicy):
         cols = np.concatenate([np.arange(V), np.arange(V)])
         vals = np.concatenate([np.ones(V), gpus.astype(np.float64)])
         M = sparse.csc_array((vals, (rows, cols)), shape=(A + Kp, V))
-        ub = np.concatenate([np.ones(A), self.type_gpus[self.types].astype(np.float64)])
+        ub = np.concatenate([np.ones(A), self._cap[self.types].astype(np.float64)])
         self.stats["milp_calls"] += 1
         try:
             res = solve_assignment_milp(
@@ -870,7 +924,7 @@ class Sia(BasePolicy):
     ) -> IntArray:
         """Fallback: keep running jobs (pinned first), then admit waiting jobs in order."""
         out = np.full(A, -1, dtype=np.int64)
-        left = self.type_gpus[self.types].astype(np.int64).copy()
+        left = self._cap[self.types].astype(np.int64).copy()
         order = np.concatenate(
             [np.flatnonzero(pinned), np.flatnonzero(running & ~pinned), np.flatnonzero(~running)]
         )
@@ -894,6 +948,7 @@ class Sia(BasePolicy):
     def _place(
         self,
         state: SimState,
+        live: Allocation,
         act: IntArray,
         chosen: IntArray,
         kc: IntArray,
@@ -902,9 +957,13 @@ class Sia(BasePolicy):
         cur_n: IntArray,
         pinned: BoolArray,
     ) -> Allocation:
-        """Turn chosen configurations into node placements (sia.md §7)."""
+        """Turn chosen configurations into node placements (sia.md §7).
+
+        ``live`` is the previous allocation without jobs that lost their nodes; down nodes offer
+        no GPUs.
+        """
         cl = state.cluster
-        cur = state.current
+        cur = live
         sel = np.flatnonzero(chosen >= 0)
         if sel.size == 0:
             return Allocation.empty()
@@ -912,7 +971,7 @@ class Sia(BasePolicy):
         cj = cur.job[order]
         starts = np.searchsorted(cj, act[sel], side="left")
         ends = np.searchsorted(cj, act[sel], side="right")
-        free = cl.node_gpus.copy()
+        free = np.where(state.node_up, cl.node_gpus, 0).astype(np.int64)
         assign: dict[int, tuple[IntArray, IntArray]] = {}
         preserved: dict[int, int] = {}  # job -> node (single-node jobs that kept their place)
         want: dict[int, int] = {}

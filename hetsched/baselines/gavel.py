@@ -59,6 +59,15 @@ else the fewest nodes). CPU and memory are the fixed per-GPU node shares (capped
 request); each member of a space-sharing pair gets its own share on the common node (pairs are
 placed after exclusive units of the same size). A unit whose placement fails (fragmentation)
 does not run that round. Pairs become two entries with one ``share`` id on one node.
+
+Node failures (``SimState.node_up``; hetsched's addition, Gavel has none): the GPUs of down nodes
+are left out everywhere. The greedy pass hands out the GPUs of up nodes per type (the
+mechanism's capacity is updated every round), and the LP is solved on them: a change of that
+capacity (a failure or a repair) is a re-solve event like an arrival or completion, under the
+same ``min_reset_s`` throttle. A job that no up node can run (its types down, or fewer of their
+GPUs up than its scale factor) is kept out of the LP with a zero row of X until its nodes return.
+Placement only uses up nodes (:class:`~hetsched.baselines.base.Placer`), and a unit with an entry
+on a node that is down gets no lease extension: it is placed afresh.
 """
 
 from __future__ import annotations
@@ -164,18 +173,22 @@ class RoundMechanism:
         """Sorted job indices that appear in X."""
         return self._jobs
 
-    def needs_solve(self, now: float, active: IntArray, idle: bool) -> bool:
+    def needs_solve(
+        self, now: float, active: IntArray, idle: bool, capacity_changed: bool = False
+    ) -> bool:
         """Whether to reset and re-solve at the start of the round at ``now`` (seconds).
 
         Args:
             now: Current time in seconds.
             active: Arrived, unfinished jobs.
             idle: Nothing ran in the previous round.
+            capacity_changed: The GPUs of up nodes per type differ from those of the last solve
+                (a node failed or was repaired); an event like an arrival or completion.
         """
         active = np.asarray(active, dtype=np.int64)
         arrived = bool((~np.isin(active, self._jobs)).any())
         completed = bool((~np.isin(self._jobs, active)).any())
-        if not (arrived or completed):
+        if not (arrived or completed or capacity_changed):
             return False
         if self.last_reset is None or idle:
             return True
@@ -562,6 +575,7 @@ class GavelPolicy(BasePolicy):
             resolve_on_arrival=self.resolve_on_arrival,
         )
         self.lp = MaxMinLP()
+        self._n_solved = self.n.copy()  # GPUs of up nodes per type at the last solve, (K,)
         J = wl.num_jobs
         self._last_run_s = np.zeros(J)
         self._ran_unit = np.zeros(0, dtype=np.int64)
@@ -598,39 +612,56 @@ class GavelPolicy(BasePolicy):
         ref = Tk[np.arange(T.shape[0]), first]
         return np.where(T > 0, ref[:, None], 0.0)
 
-    def _symmetrise(self, X: FloatArray, runnable: BoolArray, s: IntArray) -> FloatArray:
-        """Spread each job's total time over its usable types in proportion to their GPUs."""
-        share = np.where(runnable, self.n[None, :].astype(np.float64), 0.0)
+    def _symmetrise(
+        self, X: FloatArray, runnable: BoolArray, s: IntArray, n: FloatArray
+    ) -> FloatArray:
+        """Spread each job's total time over its usable types in proportion to their GPUs ``n``."""
+        share = np.where(runnable, n[None, :], 0.0)
         share /= np.maximum(share.sum(axis=1, keepdims=True), 1e-300)
         Xs = X.sum(axis=1, keepdims=True) * share
-        if np.all(s.astype(np.float64) @ Xs <= self.n * (1 + 1e-9) + 1e-9):
+        if np.all(s.astype(np.float64) @ Xs <= n * (1 + 1e-9) + 1e-9):
             return Xs
         return X
 
-    def _solve(self, state: SimState) -> None:
-        act = state.active
+    def up_capacity(self, state: SimState) -> IntArray:
+        """GPUs of the nodes that are up now, per present type, shape (K,)."""
+        cl = state.cluster
+        up = state.node_up
+        per = np.bincount(
+            cl.node_type[up], weights=cl.node_gpus[up], minlength=len(state.throughput.gpu_types)
+        )
+        return np.asarray(np.rint(per[self.types]), dtype=np.int64)
+
+    def _solve(self, state: SimState, n: IntArray) -> None:
+        """Solve the allocation for the active jobs on ``n`` GPUs per type (those of up nodes).
+
+        A job that cannot run on the up nodes (its types are down, or too few of their GPUs are
+        up for its scale factor) is left out of the LP and enters X with a zero row, so it is
+        not taken for an arrival at the next round; it gets time again after the re-solve that
+        the capacity change triggers when its nodes come back.
+        """
+        act_all = state.active
         wl = state.workload
-        T = self.T_all[act]
-        s = wl.req_gpus[act].astype(np.int64)
-        M = act.shape[0]
+        n_f = n.astype(np.float64)
+        s_all = wl.req_gpus[act_all].astype(np.int64)
+        T_act = np.where(s_all[:, None] <= n[None, :], self.T_all[act_all], 0.0)
+        live = (T_act > 0).any(axis=1)
+        act, T, s = act_all[live], T_act[live], s_all[live]
+        M, K = act.shape[0], n.shape[0]
         runnable = T > 0
         Tlp = self._lp_throughput(T)
         keys: list[tuple[int, int]] = [(int(j), -1) for j in act.tolist()]
         scale = s
         unit_run = runnable
         try:
-            if self.objective == "las":
+            if M == 0:
+                X = np.zeros((0, K))
+            elif self.objective == "las":
                 X = las_allocation(
-                    self.lp,
-                    Combos.singles(Tlp, s),
-                    Tlp,
-                    s,
-                    np.ones(M),
-                    self.n_f,
-                    self.secondary_eps,
+                    self.lp, Combos.singles(Tlp, s), Tlp, s, np.ones(M), n_f, self.secondary_eps
                 )
                 if not self.aware:
-                    X = fit_capacity(self._symmetrise(X, runnable, s), s, self.n_f)
+                    X = fit_capacity(self._symmetrise(X, runnable, s, n_f), s, n_f)
             elif self.objective == "ss":
                 pairs, ptput = candidate_pairs(
                     wl.model[act], s, T, state.throughput.pair_iota, self.types,
@@ -643,16 +674,16 @@ class GavelPolicy(BasePolicy):
                     np.concatenate([s, np.ones(pairs.shape[0], dtype=np.int64)]),
                     np.concatenate([single.tput, ptput]),
                 )
-                X = las_allocation(self.lp, combos, T, s, np.ones(M), self.n_f, self.secondary_eps)
+                X = las_allocation(self.lp, combos, T, s, np.ones(M), n_f, self.secondary_eps)
                 keys += [(int(act[a]), int(act[b])) for a, b in pairs.tolist()]
                 scale = combos.scale
                 unit_run = combos.runnable
             elif self.objective == "makespan":
                 X, self.makespan_bound_s = makespan_allocation(
-                    self.lp, Tlp, s, state.remaining[act], self.n_f, self.secondary_eps
+                    self.lp, Tlp, s, state.remaining[act], n_f, self.secondary_eps
                 )
             else:
-                X = self._ftf(state, act, Tlp, s)
+                X = self._ftf(state, act, Tlp, s, n_f)
         except GavelSolverError as err:
             if self.on_solver_failure == "raise":
                 raise
@@ -664,21 +695,30 @@ class GavelPolicy(BasePolicy):
             )
             keys = keys[:M]
             scale, unit_run = s, runnable
-            X = isolated_allocation(s, self.n_f, runnable)
+            X = isolated_allocation(s, n_f, runnable)
+        stuck = act_all[~live]
+        if stuck.size:  # jobs no up node can run: in X with a zero row, never runnable
+            keys += [(int(j), -1) for j in stuck.tolist()]
+            X = np.concatenate([X, np.zeros((stuck.size, K))])
+            scale = np.concatenate([scale, s_all[~live]])
+            unit_run = np.concatenate([unit_run, np.zeros((stuck.size, K), dtype=bool)])
         self.solves += 1
-        self.mech.reset(state.time, keys, X, unit_run & (scale[:, None] <= self.n[None, :]), scale)
+        self._n_solved = n.copy()
+        self.mech.reset(state.time, keys, X, unit_run & (scale[:, None] <= n[None, :]), scale)
 
-    def _ftf(self, state: SimState, act: IntArray, T: FloatArray, s: IntArray) -> FloatArray:
+    def _ftf(
+        self, state: SimState, act: IntArray, T: FloatArray, s: IntArray, n_f: FloatArray
+    ) -> FloatArray:
         R = state.remaining[act]
         seen = self._thr_iso_prev[act] > 0
         a_seen = act[seen]
         self._t_iso[a_seen] += (self._r_prev[a_seen] - R[seen]) / self._thr_iso_prev[a_seen]
-        x_iso = isolated_allocation(s, self.n_f, T > 0)
+        x_iso = isolated_allocation(s, n_f, T > 0)
         self._thr_iso_prev[act] = (T * x_iso).sum(axis=1)
         self._r_prev[act] = R
         elapsed = state.time - state.workload.arrival[act]
         X, rho, _ = ftf_allocation(
-            self.lp, T, s, self.n_f, elapsed, R, self._t_iso[act],
+            self.lp, T, s, n_f, elapsed, R, self._t_iso[act],
             rel_tol=self.ftf_rel_tol, eps=self.secondary_eps,
         )  # fmt: skip
         self.last_rho = rho
@@ -699,8 +739,13 @@ class GavelPolicy(BasePolicy):
             self._ran_unit = np.zeros(0, dtype=np.int64)
             self._prev_code = np.zeros(0, dtype=np.int64)
             return Allocation.empty()
-        if mech.needs_solve(state.time, act, state.current.size == 0):
-            self._solve(state)
+        # Failed nodes offer nothing: the greedy pass hands out the GPUs of up nodes only, and a
+        # change of that capacity is a re-solve event (throttled like arrivals and completions).
+        n_up = self.up_capacity(state)
+        mech.capacity = n_up
+        changed = not np.array_equal(n_up, self._n_solved)
+        if mech.needs_solve(state.time, act, state.current.size == 0, changed):
+            self._solve(state, n_up)
         if self.aware:
             order = self.speed_order
         else:
@@ -743,7 +788,11 @@ class GavelPolicy(BasePolicy):
             ~single & (cnt[a] == 1) & (cnt[bb] == 1) & (node1[a] == node1[bb])
             & (share1[a] >= 0) & (share1[a] == share1[bb]) & (node_type[node1[a]] == ktype)
         )  # fmt: skip
-        ext = ext_single | ext_pair
+        # A unit with an entry on a node that is down now is placed afresh (no lease extension).
+        # The engine already drops the jobs of a node that fails; this guards the boundary case.
+        on_down = np.bincount(cur.job[~state.node_up[cur.node]], minlength=J) > 0
+        ext = (ext_single | ext_pair) & ~on_down[a] & ~on_down[bb]
+        ext_pair &= ext
         keep = cur.select(np.isin(cur.job, np.concatenate([a[ext], b[ext_pair]])))
         # Continuations: units that ran last round on the same type.
         code = a * (J + 1) + (b + 1)

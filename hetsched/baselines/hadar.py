@@ -61,6 +61,13 @@ Reconstruction choices beyond hadar.md (all documented in ``docs/reproduction_ha
 * **Margin.** Plans cover ``(1 + work_margin)`` times the remaining work, absorbing
   interference and restart delays the estimate does not see.
 
+Node failures (``SimState.node_up``, :meth:`Hadar._sync_nodes`): a node that is down offers no
+GPUs in any slot of the window (``_cap`` is 0 there; the scheduler does not know when it will be
+repaired) and is priced as fully reserved. Jobs whose plans use a down node from the current slot
+on are released and re-planned at once (counted in :attr:`Hadar.failure_replans`); a job the
+engine stopped at a failure restarts from its plan like any pending job. A repair restores the
+node's capacity and counts as a price fall, so deferred and waiting jobs are re-evaluated.
+
 Deferrals per job are kept in :attr:`Hadar.deferrals`; :meth:`Hadar.stats` summarises them.
 """
 
@@ -343,8 +350,12 @@ class Hadar(BasePolicy):
         super().reset(cluster, workload, throughput, rng)
         N, H, J = cluster.num_nodes, self.horizon, workload.num_jobs
         K = cluster.gpus_per_type().shape[0]
-        self._cap = cluster.node_gpus.astype(np.int64)
-        self._cmax = float(self._cap.max())
+        #: GPUs per node, shape (N,): ``_size`` physically, ``_cap`` those offered now (0 on a
+        #: node that is down; see :meth:`_sync_nodes`).
+        self._size = cluster.node_gpus.astype(np.int64)
+        self._cap = self._size.copy()
+        self._up = np.ones(N, dtype=bool)
+        self._cmax = float(self._size.max())
         #: Reserved GPUs per node and slot of the window, shape (N, H); column 0 = current slot.
         self.usage = np.zeros((N, H), dtype=np.int64)
         self._col_load = np.zeros(H, dtype=np.int64)
@@ -369,6 +380,8 @@ class Hadar(BasePolicy):
         #: Jobs accepted with mu <= 0 after ``max_deferrals`` deferrals (or re-plans), shape (J,).
         self.forced = np.zeros(J, dtype=bool)
         self.replans = 0
+        #: Re-plans of jobs whose plan used a node that went down.
+        self.failure_replans = 0
         self.subroutine_calls = 0
         self._n_warm = 0
         self._warm = np.zeros(J, dtype=bool)
@@ -465,7 +478,9 @@ class Hadar(BasePolicy):
         if cols.size == 0:
             return
         use = self.usage[:, cols]
-        util = use / self._cap[:, None]
+        # The GPUs of a down node count as reserved: it is priced at U (and has none free).
+        down = (self._size - self._cap)[:, None]
+        util = np.minimum((use + down) / self._size[:, None], 1.0)
         p = exp_price(util, self._node_L[:, None], (self._node_L * self._node_ratio)[:, None])
         self._price[:, cols] = p
         free = self._cap[:, None] - use
@@ -535,7 +550,7 @@ class Hadar(BasePolicy):
 
         n = int(np.clip(wl.req_gpus[j], wl.min_gpus[j], wl.max_gpus[j]))
         r, rs = rates(n)
-        if self._cap[r > 0].sum() < n and int(wl.min_gpus[j]) < n:
+        if self._size[r > 0].sum() < n and int(wl.min_gpus[j]) < n:
             n = int(wl.min_gpus[j])
             r, rs = rates(n)
         K = self._U.shape[0]
@@ -559,7 +574,7 @@ class Hadar(BasePolicy):
         """Engine rate rule (without interference) for a placement of the gang."""
         if nodes.size == 0:
             return 0.0
-        need = -(-info.n // int(self._cap[nodes].max()))
+        need = -(-info.n // int(self._size[nodes].max()))
         r = info.rate_spread if nodes.size > need else info.rate
         return float(r[nodes].min())
 
@@ -607,7 +622,7 @@ class Hadar(BasePolicy):
         cost_m = (take * pr_s[None]).sum(axis=1)
         used = take > 0
         nn = used.sum(axis=1)
-        maxc = np.where(used, self._cap[order][None], 0).max(axis=1)
+        maxc = np.where(used, self._size[order][None], 0).max(axis=1)
         spread = nn > -(-n // np.maximum(maxc, 1))
         rate_p = np.where(used, r[order][None], np.inf).min(axis=1)
         rate_s = np.where(used, rs[order][None], np.inf).min(axis=1)
@@ -983,6 +998,32 @@ class Hadar(BasePolicy):
         return self._table
 
     # ------------------------------------------------------------------ decision
+    def _sync_nodes(self, state: SimState) -> None:
+        """Follow node failures and repairs (``state.node_up``) in the capacity and the plans.
+
+        A node that is down offers no GPUs in any slot of the window (its repair time is not
+        known to the scheduler), and its GPUs count as reserved in its price. Every job whose
+        plan uses a down node from the current slot on is released and re-planned (forced, from
+        its remaining work; all of them are released first). A repair raises capacity, so prices
+        fell: deferred and waiting jobs are evaluated again.
+        """
+        up = np.asarray(state.node_up, dtype=bool)
+        if np.array_equal(up, self._up):
+            return
+        repaired = bool((up & ~self._up).any())
+        self._up = up.copy()
+        self._cap = np.where(up, self._size, 0)
+        self._dirty[:] = True
+        if repaired:
+            self._bump(-1)
+        job, slot, node, _, _, _, _ = self._tables()
+        hit = np.unique(job[(slot >= self.now_slot) & ~up[node]])
+        for j in hit.tolist():
+            self._release(j)
+        for j in hit.tolist():
+            self._replan_started(j, state)
+        self.failure_replans += int(hit.size)
+
     def _evaluate(self, j: int, *, forced: bool) -> bool:
         """Run the dual subroutine for an unplanned job; commit or defer. Returns committed."""
         plan = self.dual_subroutine(j)
@@ -1048,6 +1089,7 @@ class Hadar(BasePolicy):
             planned = np.fromiter(self._plans.keys(), dtype=np.int64, count=len(self._plans))
             for j in planned[state.status[planned] == DONE].tolist():
                 self._release(j)
+        self._sync_nodes(state)
         if act.size == 0:
             return Allocation.empty()
         # Warm-up of the price bounds from arrivals, in arrival order.
@@ -1096,6 +1138,7 @@ class Hadar(BasePolicy):
         sel = slot == self.now_slot
         job, node, gpus = job[sel], node[sel], gpus[sel]
         ok = (state.status[job] == RUNNING) | (state.status[job] == PENDING)
+        ok &= ~np.isin(job, job[~state.node_up[node]])  # never a gang with a part on a down node
         job, node, gpus = job[ok], node[ok], gpus[ok]
         if job.size == 0:
             return Allocation.empty()
@@ -1114,6 +1157,7 @@ class Hadar(BasePolicy):
             "deferrals_max": float(d.max()) if d.size else 0.0,
             "forced_frac": float(self.forced[seen].mean()) if d.size else 0.0,
             "replans": float(self.replans),
+            "failure_replans": float(self.failure_replans),
             "subroutine_calls": float(self.subroutine_calls),
         }
 

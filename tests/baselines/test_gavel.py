@@ -224,7 +224,13 @@ def test_candidate_pairs_only_one_gpu_colocatable_jobs() -> None:
 # ---------------------------------------------------------------------- mechanism
 def test_mechanism_priorities_and_rotation() -> None:
     mech = RoundMechanism(np.array([1]), round_s=360.0)
-    mech.reset(0.0, [(0, -1), (1, -1)], np.array([[0.5], [0.5]]), np.ones((2, 1), bool), np.ones(2))
+    mech.reset(
+        0.0,
+        [(0, -1), (1, -1)],
+        np.array([[0.5], [0.5]]),
+        np.ones((2, 1), bool),
+        np.ones(2, np.int64),
+    )
     np.testing.assert_allclose(mech.time_so_far, 180.0)
     np.testing.assert_allclose(mech.priorities(), [[1.0], [1.0]])
     act = np.array([0, 1])
@@ -238,13 +244,21 @@ def test_mechanism_priorities_and_rotation() -> None:
     assert mech.priorities()[1, 0] == pytest.approx(0.5e9)
     mech2 = RoundMechanism(np.array([2]))
     mech2.reset(
-        0.0, [(0, -1), (1, -1)], np.array([[1.0], [0.0]]), np.ones((2, 1), bool), np.ones(2)
+        0.0,
+        [(0, -1), (1, -1)],
+        np.array([[1.0], [0.0]]),
+        np.ones((2, 1), bool),
+        np.ones(2, np.int64),
     )
     assert mech2.priorities()[1, 0] == 0.0
     assert mech2.select(np.array([0]), act) == [(0, 0), (1, 0)]
     # Reset carries deficits: unit 0 received 360 s of 1000 s * 0.5 = 500 s.
     mech.reset(
-        1000.0, [(0, -1), (1, -1)], np.array([[0.5], [0.5]]), np.ones((2, 1), bool), np.ones(2)
+        1000.0,
+        [(0, -1), (1, -1)],
+        np.array([[0.5], [0.5]]),
+        np.ones((2, 1), bool),
+        np.ones(2, np.int64),
     )
     np.testing.assert_allclose(mech.deficit[:, 0], [500.0 - 360.0, 500.0])
 
@@ -420,7 +434,7 @@ def test_solver_failure_falls_back_to_isolated_or_raises(monkeypatch: pytest.Mon
         alloc = pol.decide(sim.state(360.0))
     assert pol.solver_fallbacks == 1
     np.testing.assert_allclose(
-        pol.mech.X, isolated_allocation(np.ones(4, int), pol.n, np.ones((4, 1), bool))
+        pol.mech.X, isolated_allocation(np.ones(4, np.int64), pol.n_f, np.ones((4, 1), bool))
     )
     assert alloc.size == 3  # not an empty schedule
     strict = GavelPolicy(on_solver_failure="raise")

@@ -19,8 +19,8 @@ from omegaconf import MISSING
 if TYPE_CHECKING:
     from hetsched.sim.engine import SimConfig
 
-#: The simple schedulers the main job compares by default.
-DEFAULT_SCHEDULERS: list[str] = ["fifo", "las", "yarn_cs"]
+#: The schedulers the main job compares by default (conf/evaluate.yaml's defaults list).
+DEFAULT_SCHEDULERS: list[str] = ["maifs", "sia", "hadar", "gavel", "las", "yarn_cs", "fifo"]
 
 
 @dataclass
@@ -160,6 +160,8 @@ class EvaluateConfig:
         num_seeds: If set, run this many consecutive seeds from the first given seed.
         load: Load factor: arrival times are divided by it (2.0 = twice the arrival rate).
         skip_done: Skip the run if its output directory already holds a complete results.csv.
+        checkpoint: MAIFS checkpoint for ``scheduler=maifs`` (``checkpoint=PATH``); ``null`` =
+            the shipped ``checkpoints/maifs_default.pt``.
     """
 
     cluster: Any = MISSING
@@ -174,6 +176,7 @@ class EvaluateConfig:
     num_seeds: int | None = None
     load: float = 1.0
     skip_done: bool = False
+    checkpoint: str | None = None
 
 
 def register_configs() -> None:
@@ -195,6 +198,9 @@ def register_configs() -> None:
     from hetsched.baselines.gavel import register_gavel_configs
 
     register_gavel_configs()
+    from hetsched.agents.config import register_agent_configs
+
+    register_agent_configs()
 
 
 register_configs()

@@ -35,7 +35,10 @@ def _compose(overrides: list[str]):  # type: ignore[no-untyped-def]
 
 def test_default_config_composes_with_simple_schedulers() -> None:
     cfg = _compose([])
-    assert set(cfg.scheduler) >= {"fifo", "las", "yarn_cs"}
+    assert list(cfg.scheduler) == hetsched.config.DEFAULT_SCHEDULERS
+    assert set(cfg.scheduler) >= {"fifo", "las", "yarn_cs", "maifs", "sia", "gavel", "hadar"}
+    cfg = _compose(["scheduler=maifs", "checkpoint=/some/where.pt"])
+    assert cfg.scheduler.maifs.checkpoint == "/some/where.pt"
     assert cfg.cluster.name == "sia_64"
     assert cfg.workload.name == "philly"
     # Several seeds by default; plots and TensorBoard on, skipping off.

@@ -1,0 +1,273 @@
+"""Typed Hydra schemas of the MAIFS-style agent, its training run and its scheduler preset.
+
+Presets: ``conf/agent/maifs.yaml`` (every hyperparameter), ``conf/train.yaml`` (the training
+app) and ``conf/scheduler/maifs.yaml`` (the evaluation scheduler). :func:`register_agent_configs`
+puts the schemas into Hydra's ConfigStore; :func:`hetsched.config.register_configs` calls it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+
+CONFLICT_MODES: tuple[str, ...] = ("ordered", "maxsum", "none")
+
+
+@dataclass
+class AgentEnvConf:
+    """Env settings the agent trains and runs in (:class:`hetsched.envs.spaces.EnvSettings`).
+
+    Attributes:
+        window: Candidate window K.
+        resident_slots: Resident slots R per node.
+        round_s: Round length (s).
+        max_decisions_per_round: Decision steps after which a round's time advances anyway.
+        fungible: Allow GPU/CPU/memory levels other than the request (False: ablation with
+            only the 1.0 levels legal).
+        long_guard_s: Long-job guard threshold (s; null = off): see
+            :func:`hetsched.agents.agent.agent_masks`.
+        guard_rel_rate: Rate fraction below which the guard keeps a long job off a node.
+        reward_jobs: Weight of the jobs-in-system integral.
+        reward_makespan: Weight of the terminal makespan term.
+        reward_conflict: Penalty per lost claim.
+        reward_invalid: Penalty per invalid action.
+        max_steps: Steps after which a training episode is truncated.
+    """
+
+    window: int = 16
+    resident_slots: int = 4
+    round_s: float = 60.0
+    max_decisions_per_round: int = 32
+    fungible: bool = True
+    long_guard_s: float | None = None
+    guard_rel_rate: float = 0.5
+    reward_jobs: float = 1.0
+    reward_makespan: float = 0.1
+    reward_conflict: float = 0.01
+    reward_invalid: float = 0.01
+    max_steps: int = 5000
+
+
+@dataclass
+class NetConf:
+    """:class:`hetsched.agents.network.MAIFSNet` sizes and ablation switches."""
+
+    hidden: int = 64
+    heads: int = 4
+    graph_layers: int = 2
+    type_emb: int = 16
+    attention: bool = True
+    graph: bool = True
+
+
+@dataclass
+class TeacherConf:
+    """:class:`hetsched.agents.teacher.SJFTeacher` (behaviour-cloning warm start)."""
+
+    order: str = "sjf"
+    min_rel_rate: float = 0.5
+    long_s: float = 10800.0
+
+
+@dataclass
+class BCConf:
+    """Behaviour cloning from the teacher (DAgger rounds after the first).
+
+    Attributes:
+        episodes: Teacher episodes collected first (drawn from the curriculum).
+        dagger_rounds: Further rounds in which the greedy agent acts and the teacher labels.
+        dagger_episodes: Episodes per DAgger round.
+        buffer_episodes: Most recent episodes kept for fitting.
+        epochs: Passes over the kept data after each round.
+        lr: Adam learning rate.
+        batch: Decision steps per minibatch.
+        value_coef: Weight of the critic's regression on the teacher's returns.
+        long_weight: Loss weight of agents whose teacher action claims a long job (the rare
+            makespan-critical decisions; see :meth:`Trainer._label_weights`).
+    """
+
+    episodes: int = 24
+    dagger_rounds: int = 3
+    dagger_episodes: int = 8
+    buffer_episodes: int = 40
+    epochs: int = 6
+    lr: float = 1e-3
+    batch: int = 64
+    value_coef: float = 0.5
+    long_weight: float = 1.0
+
+
+@dataclass
+class PPOConf:
+    """MAPPO-style fine-tuning (clipped surrogate, GAE, centralised critic, entropy bonus).
+
+    Attributes:
+        env_steps: Env steps of PPO (0 = behaviour cloning only).
+        rollout_steps: Env steps per update.
+        epochs: Passes per update.
+        batch: Decision steps per minibatch.
+        lr: Adam learning rate.
+        gamma: Discount per ``gamma_ref_s`` seconds of simulated time (semi-MDP).
+        gamma_ref_s: Reference interval of ``gamma`` (s).
+        gae_lambda: GAE lambda.
+        clip: PPO clip epsilon.
+        ent_coef: Entropy bonus.
+        vf_coef: Value-loss weight.
+        max_grad_norm: Gradient-norm clip.
+        attn_reg: L2 penalty on the attention logits (MAAC).
+    """
+
+    env_steps: int = 20_000
+    rollout_steps: int = 512
+    epochs: int = 4
+    batch: int = 64
+    lr: float = 1e-4
+    gamma: float = 0.99
+    gamma_ref_s: float = 60.0
+    gae_lambda: float = 0.95
+    clip: float = 0.2
+    ent_coef: float = 0.003
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    attn_reg: float = 1e-3
+
+
+@dataclass
+class CurriculumItem:
+    """One training distribution: a cluster preset, a workload preset with overrides, seeds.
+
+    Attributes:
+        cluster: Cluster preset name (``conf/cluster``).
+        workload: Workload preset name (``conf/workload``).
+        workload_kwargs: Overrides of the preset's fields (e.g. a trace window).
+        seeds: Episode seeds drawn uniformly from ``[seed_lo, seed_hi)``.
+    """
+
+    cluster: str = "sia_64"
+    workload: str = "philly"
+    workload_kwargs: dict[str, Any] = field(default_factory=dict)
+    seed_lo: int = 0
+    seed_hi: int = 10
+
+
+@dataclass
+class EvalConf:
+    """Periodic evaluation against a fixed baseline on the validation item.
+
+    Attributes:
+        every: Env steps between evaluations (0: no evaluation, no ``best.pt``).
+        baseline: Teacher (``"teacher"``) or another scheduler preset name run by the runner.
+        cluster: Cluster preset name; null = the training app's ``cluster``.
+        workload: Workload preset name; null = the training app's ``workload``.
+        workload_kwargs: Overrides of the workload's fields (a validation window, not a test
+            window).
+        seeds: Seeds.
+    """
+
+    every: int = 4000
+    baseline: str = "fifo"
+    cluster: str | None = None
+    workload: str | None = None
+    workload_kwargs: dict[str, Any] = field(default_factory=lambda: {"start": 55000})
+    seeds: list[int] = field(default_factory=lambda: [50, 51])
+
+
+@dataclass
+class MAIFSAgentConf:
+    """The MAIFS-style agent: env, network, coordination, training phases, curriculum."""
+
+    name: str = "maifs"
+    conflict: str = "ordered"
+    maxsum_iters: int = 6
+    env: AgentEnvConf = field(default_factory=AgentEnvConf)
+    net: NetConf = field(default_factory=NetConf)
+    teacher: TeacherConf = field(default_factory=TeacherConf)
+    bc: BCConf = field(default_factory=BCConf)
+    ppo: PPOConf = field(default_factory=PPOConf)
+    curriculum: list[CurriculumItem] = field(default_factory=lambda: [CurriculumItem()])
+    eval: EvalConf = field(default_factory=EvalConf)
+
+    def __post_init__(self) -> None:
+        if self.conflict not in CONFLICT_MODES:
+            raise ValueError(
+                f"agent.conflict={self.conflict!r} is not one of {list(CONFLICT_MODES)}"
+            )
+
+
+@dataclass
+class TrainConfig:
+    """Top-level config of ``scripts/train.py`` (``conf/train.yaml``).
+
+    Attributes:
+        agent: The agent (``agent=maifs``).
+        cluster: The cluster preset (config group ``cluster=sia_64``; a name in Python): the
+            periodic evaluation's cluster (unless ``agent.eval.cluster`` names one) and the
+            training cluster when ``agent.curriculum`` is empty.
+        workload: The workload preset (``workload=philly``), likewise; the evaluation applies
+            ``agent.eval.workload_kwargs`` (a validation window) on top.
+        seed: Training seed (network init, sampling, episode draws).
+        threads: torch threads.
+        checkpoint_every: Env steps between ``{step}.pt`` checkpoints.
+        resume: Checkpoint to continue from (``resume=PATH``).
+        init: Checkpoint whose weights start a new run (no optimizer or counters; the
+            behaviour-cloning phase still runs unless ``bc.episodes`` and ``bc.dagger_rounds``
+            are 0).
+        out: Final checkpoint copy (e.g. ``checkpoints/maifs_default.pt``); null = none.
+        progress: tqdm progress bar.
+        max_wall_s: Stop the PPO phase after this many wall-clock seconds (null: no limit; a
+            time-limited run is not reproducible step for step).
+    """
+
+    agent: MAIFSAgentConf = field(default_factory=MAIFSAgentConf)
+    cluster: Any = "sia_64"
+    workload: Any = "philly"
+    seed: int = 0
+    threads: int = 1
+    checkpoint_every: int = 4000
+    resume: str | None = None
+    init: str | None = None
+    out: str | None = None
+    progress: bool = True
+    max_wall_s: float | None = None
+
+
+@dataclass
+class MAIFSSchedulerConf:
+    """:class:`hetsched.agents.policy.MAIFSPolicy` as an evaluation scheduler.
+
+    Attributes:
+        checkpoint: Checkpoint path; null = the shipped ``checkpoints/maifs_default.pt``.
+        greedy: Argmax actions (False: sample with the run's generator).
+        conflict: Override the checkpoint's conflict mode (``ordered``, ``maxsum``, ``none``).
+        long_guard_s: Turn on the long-job guard (s); null = the checkpoint's setting.
+    """
+
+    _target_: str = "hetsched.agents.policy.MAIFSPolicy"
+    checkpoint: str | None = None
+    greedy: bool = True
+    conflict: str | None = None
+    long_guard_s: float | None = None
+
+
+@dataclass
+class TeacherSchedulerConf:
+    """:class:`hetsched.agents.policy.TeacherPolicy` (the behaviour-cloning teacher)."""
+
+    _target_: str = "hetsched.agents.policy.TeacherPolicy"
+    window: int = 16
+    order: str = "sjf"
+    min_rel_rate: float = 0.5
+    fungible: bool = True
+    long_s: float = 10800.0
+    round_s: float = 60.0
+
+
+def register_agent_configs() -> None:
+    """Register the agent, training and scheduler schemas (idempotent)."""
+    cs = ConfigStore.instance()
+    cs.store(group="schema/agent", name="maifs", node=MAIFSAgentConf)
+    cs.store(name="train_schema", node=TrainConfig)
+    cs.store(group="schema/scheduler", name="maifs", node=MAIFSSchedulerConf)
+    cs.store(group="schema/scheduler", name="maifs_teacher", node=TeacherSchedulerConf)

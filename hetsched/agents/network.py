@@ -1,0 +1,237 @@
+"""MAIFS-style actor-critic network (PyTorch): shared node encoder, multi-agent attention,
+soft coordination graph, fungible-action head and a centralised critic.
+
+Shapes: ``B`` batch (decision steps), ``N`` agents (nodes; any number, parameters are shared),
+``D`` observation length, ``K`` window slots, ``L = L_g L_c L_m`` level combinations,
+``A = 1 + K L`` actions, ``H`` hidden size.
+
+1. **Node encoder** (shared by all agents). The observation
+   (:mod:`hetsched.envs.features`) is split into its blocks: a learned GPU-type embedding (from
+   the one-hot), the node's resource scalars, the resident slots (a per-slot MLP, summed), the
+   candidate window (a per-slot job MLP; the job encodings also feed the action head) and the
+   global block. ``e_i = MLP([...])``.
+2. **Multi-agent attention** (MAAC-style, ``heads`` heads):
+   ``beta_ij = softmax_{j != i}((W_q e_i)^T (W_k e_j) / sqrt(d))``,
+   ``x_i = concat_h sum_j beta_ij LeakyReLU(W_v e_j)``; context ``c_i = W_o [e_i; x_i]``. The
+   squared attention logits are returned for the L2 penalty.
+3. **Soft coordination graph** (DICG-style) over the step's graph ``E_t`` (agents with
+   overlapping candidate jobs, :mod:`hetsched.agents.coordination`, plus self-loops):
+   ``mu_ij = softmax_{j in E_t(i)}(c_i^T W_a c_j)``, ``E^{l+1} = tanh(mu E^l W^l)``,
+   ``h_i = c_i + E^L_i``.
+4. **Actor** (fungible head): ``z_ik = ReLU(U h_i + V job_ik)`` and
+   ``logit(i, k, :) = W z_ik + b``, one logit per level combination ``l`` (GPU, CPU and memory
+   levels chosen jointly with the job); the no-op logit is linear in ``h_i``. Masked entries
+   get ``-1e9`` before the softmax.
+5. **Centralised critic**: ``V(s) = MLP([mean_i h_i; max_i h_i; global])`` -- size-agnostic.
+
+Ablation switches: ``attention=False`` (no step 2: ``c_i = e_i``), ``graph=False`` (no step 3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import Tensor, nn
+
+NEG = -1e9
+
+
+@dataclass(frozen=True)
+class NetDims:
+    """Observation layout the network parses (from :class:`hetsched.envs.features.ObsLayout`).
+
+    Attributes:
+        obs_dim: D.
+        num_types: GPU types T (one-hot width).
+        node_head: Node scalars after the one-hot.
+        resident_slots: R.
+        res_dim: Features per resident slot.
+        window: K.
+        job_dim: Features per window slot.
+        global_dim: Global block length.
+        num_levels: ``L = L_g L_c L_m``.
+    """
+
+    obs_dim: int
+    num_types: int
+    node_head: int
+    resident_slots: int
+    res_dim: int
+    window: int
+    job_dim: int
+    global_dim: int
+    num_levels: int
+
+    def __post_init__(self) -> None:
+        total = (
+            self.num_types
+            + self.node_head
+            + self.resident_slots * self.res_dim
+            + self.window * self.job_dim
+            + self.global_dim
+        )
+        if total != self.obs_dim:
+            raise ValueError(f"observation blocks sum to {total}, not obs_dim={self.obs_dim}")
+
+    @property
+    def num_actions(self) -> int:
+        """A."""
+        return 1 + self.window * self.num_levels
+
+    def as_dict(self) -> dict[str, int]:
+        """Plain dict (stored in checkpoints)."""
+        return asdict(self)
+
+
+def _mlp(i: int, h: int, o: int) -> nn.Sequential:
+    return nn.Sequential(nn.Linear(i, h), nn.ReLU(), nn.Linear(h, o), nn.ReLU())
+
+
+class MAIFSNet(nn.Module):
+    """The actor-critic (see the module docstring).
+
+    Args:
+        dims: Observation layout.
+        hidden: Hidden size H.
+        heads: Attention heads.
+        graph_layers: Soft-graph layers.
+        type_emb: GPU-type embedding size.
+        attention: Use multi-agent attention.
+        graph: Use the soft coordination graph.
+    """
+
+    def __init__(
+        self,
+        dims: NetDims,
+        hidden: int = 64,
+        heads: int = 4,
+        graph_layers: int = 2,
+        type_emb: int = 16,
+        attention: bool = True,
+        graph: bool = True,
+    ) -> None:
+        super().__init__()
+        if hidden % heads:
+            raise ValueError(f"hidden={hidden} must be divisible by heads={heads}")
+        self.dims = dims
+        self.hidden = hidden
+        self.heads = heads
+        self.use_attention = attention
+        self.use_graph = graph
+        H = hidden
+        self.type_emb = nn.Embedding(dims.num_types, type_emb)
+        self.res_enc = _mlp(dims.res_dim, H, H)
+        self.job_enc = _mlp(dims.job_dim, H, H)
+        self.node_enc = _mlp(type_emb + dims.node_head + 2 * H + dims.global_dim, H, H)
+        self.wq = nn.Linear(H, H, bias=False)
+        self.wk = nn.Linear(H, H, bias=False)
+        self.wv = nn.Linear(H, H, bias=False)
+        self.wo = nn.Linear(2 * H, H)
+        self.wa = nn.Linear(H, H, bias=False)
+        self.gw = nn.ModuleList([nn.Linear(H, H, bias=False) for _ in range(graph_layers)])
+        self.act_h = nn.Linear(H, H)
+        self.act_j = nn.Linear(H, H, bias=False)
+        self.act_out = nn.Linear(H, dims.num_levels)
+        self.noop = nn.Linear(H, 1)
+        self.critic = nn.Sequential(
+            nn.Linear(2 * H + dims.global_dim, H),
+            nn.ReLU(),
+            nn.Linear(H, H),
+            nn.ReLU(),
+            nn.Linear(H, 1),
+        )
+
+    # ------------------------------------------------------------------ parts
+    def encode(self, obs: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Node encodings ``(B, N, H)``, job encodings ``(B, N, K, H)``, global ``(B, G)``."""
+        d = self.dims
+        B, N, _ = obs.shape
+        o = 0
+        onehot = obs[..., o : o + d.num_types]
+        o += d.num_types
+        head = obs[..., o : o + d.node_head]
+        o += d.node_head
+        res = obs[..., o : o + d.resident_slots * d.res_dim].reshape(
+            B, N, d.resident_slots, d.res_dim
+        )
+        o += d.resident_slots * d.res_dim
+        win = obs[..., o : o + d.window * d.job_dim].reshape(B, N, d.window, d.job_dim)
+        o += d.window * d.job_dim
+        glob = obs[:, 0, o:]
+        temb = self.type_emb(onehot.argmax(dim=-1))
+        r = (self.res_enc(res) * res[..., :1]).sum(dim=2) / d.resident_slots
+        present = win[..., :1]
+        jobs = self.job_enc(win) * present
+        jpool = jobs.sum(dim=2) / present.sum(dim=2).clamp(min=1.0)
+        e = self.node_enc(
+            torch.cat([temb, head, r, jpool, glob[:, None, :].expand(B, N, -1)], dim=-1)
+        )
+        return e, jobs, glob
+
+    def attend(self, e: Tensor) -> tuple[Tensor, Tensor]:
+        """MAAC-style attention over the other agents: context ``(B, N, H)``, logit L2 ``()``."""
+        B, N, H = e.shape
+        if not self.use_attention or N < 2:
+            return e, e.new_zeros(())
+        nh, dh = self.heads, H // self.heads
+        q = self.wq(e).view(B, N, nh, dh).transpose(1, 2)  # (B, nh, N, dh)
+        k = self.wk(e).view(B, N, nh, dh).transpose(1, 2)
+        v = nn.functional.leaky_relu(self.wv(e)).view(B, N, nh, dh).transpose(1, 2)
+        logits = q @ k.transpose(-1, -2) / dh**0.5  # (B, nh, N, N)
+        eye = torch.eye(N, dtype=torch.bool, device=e.device)
+        beta = torch.softmax(logits.masked_fill(eye, NEG), dim=-1)
+        x = (beta @ v).transpose(1, 2).reshape(B, N, H)
+        reg = (logits.masked_fill(eye, 0.0) ** 2).mean()
+        return self.wo(torch.cat([e, x], dim=-1)), reg
+
+    def attention_weights(self, e: Tensor) -> Tensor:
+        """Attention weights ``beta`` of every head, shape (B, heads, N, N) (zero diagonal)."""
+        B, N, H = e.shape
+        nh, dh = self.heads, H // self.heads
+        q = self.wq(e).view(B, N, nh, dh).transpose(1, 2)
+        k = self.wk(e).view(B, N, nh, dh).transpose(1, 2)
+        eye = torch.eye(N, dtype=torch.bool, device=e.device)
+        return torch.softmax((q @ k.transpose(-1, -2) / dh**0.5).masked_fill(eye, NEG), dim=-1)
+
+    def coordinate(self, c: Tensor, adj: Tensor) -> Tensor:
+        """Soft coordination graph over ``adj`` ``(B, N, N)`` bool (self-loops added)."""
+        if not self.use_graph:
+            return c
+        N = c.shape[1]
+        eye = torch.eye(N, dtype=torch.bool, device=c.device)
+        a = adj | eye
+        score = (self.wa(c) @ c.transpose(-1, -2)) / c.shape[-1] ** 0.5
+        mu = torch.softmax(score.masked_fill(~a, NEG), dim=-1)
+        h = c
+        for w in self.gw:
+            h = torch.tanh(mu @ w(h))
+        return c + h
+
+    def heads_out(self, h: Tensor, jobs: Tensor, glob: Tensor) -> tuple[Tensor, Tensor]:
+        """Unmasked logits ``(B, N, A)`` and values ``(B,)``."""
+        B, N, H = h.shape
+        z = torch.relu(self.act_h(h)[:, :, None, :] + self.act_j(jobs))  # (B, N, K, H)
+        claim = self.act_out(z).reshape(B, N, -1)  # (B, N, K * L)
+        logits = torch.cat([self.noop(h), claim], dim=-1)
+        value = self.critic(torch.cat([h.mean(dim=1), h.max(dim=1).values, glob], dim=-1))
+        return logits, value[:, 0]
+
+    def forward(self, obs: Tensor, mask: Tensor, adj: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Masked logits ``(B, N, A)``, values ``(B,)`` and the attention-logit L2 ``()``.
+
+        Args:
+            obs: Observations, shape (B, N, D).
+            mask: Legal actions, shape (B, N, A) bool.
+            adj: Coordination graph, shape (B, N, N) bool.
+        """
+        if obs.shape[-1] != self.dims.obs_dim:
+            raise ValueError(
+                f"observation size {obs.shape[-1]} != the network's {self.dims.obs_dim}; the env "
+                "settings (window, resident slots, levels, model table) differ from training"
+            )
+        e, jobs, glob = self.encode(obs)
+        c, reg = self.attend(e)
+        h = self.coordinate(c, adj)
+        logits, value = self.heads_out(h, jobs, glob)
+        return logits.masked_fill(~mask, NEG), value, reg

@@ -1,0 +1,130 @@
+"""A heterogeneity- and sensitivity-aware shortest-job-first teacher that acts through the env.
+
+Used to warm-start the MAIFS-style actor by behaviour cloning (then fine-tuned with MAPPO; see
+:mod:`hetsched.agents.trainer`). It sees exactly what the agents see -- the env core's window,
+masks and free resources -- and emits one flat action per node, so its decisions are
+expressible by the actor and the cloned data is on the env's own action grid.
+
+Rule, at every decision step:
+
+1. Every window job gets an estimated run time on its best legal node: remaining work divided by
+   the isolated throughput of the node's GPU type at the requested GPU count times the
+   sensitivity factor ``phi`` at the best legal CPU level (memory at the request; more memory
+   never speeds a job up in the simulator's model).
+2. *Long* jobs (estimated time above ``long_s``) go first, longest first (they bound the
+   makespan); the others shortest estimated time first (``order="sjf"``, for the mean JCT) or
+   in window order.
+3. Each job goes to the free node (not yet claimed this step) with the highest rate, ties to the
+   best fit (fewest free GPUs) then the lowest index. A long job whose best free rate is below
+   ``min_rel_rate`` times its best rate anywhere in the cluster waits for a faster GPU. A job no node can host alone is claimed by every free legal node of the GPU type
+   with the most free capacity (the env fills the gang).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from hetsched.envs.core import EnvCore
+
+F64 = NDArray[np.float64]
+
+
+class SJFTeacher:
+    """Teacher actions for an :class:`EnvCore` (see the module docstring).
+
+    Args:
+        order: ``"sjf"`` (shortest estimated time first) or ``"arrival"`` (window order).
+        min_rel_rate: A job waits rather than run below this fraction of its best rate.
+        fungible: Use the CPU levels (False: every job at its requested 1.0 levels).
+        long_s: Jobs whose estimated time exceeds this (s) go first and wait for a fast GPU.
+    """
+
+    def __init__(
+        self,
+        order: str = "sjf",
+        min_rel_rate: float = 0.5,
+        fungible: bool = True,
+        long_s: float = 3 * 3600.0,
+    ) -> None:
+        if order not in ("sjf", "arrival"):
+            raise ValueError(f"order={order!r} must be 'sjf' or 'arrival'")
+        if not 0.0 <= min_rel_rate <= 1.0:
+            raise ValueError(f"min_rel_rate={min_rel_rate!r} must lie in [0, 1]")
+        self.order = order
+        self.min_rel_rate = float(min_rel_rate)
+        self.fungible = fungible
+        self.long_s = float(long_s)
+
+    def rates(self, core: EnvCore) -> tuple[F64, NDArray[np.int64]]:
+        """Rate of each (node, slot) at its best CPU level and that level.
+
+        Returns:
+            ``(rate, level)``, each shape (N, K); rate 0 where the job cannot run alone there.
+        """
+        assert core.wl is not None and core.jt is not None
+        wl, jt, ma = core.wl, core.jt, core.ma
+        g1, c1, m1 = core.cfg.levels.one_index
+        w = np.where(core.slot_ok, core.window, 0)
+        nt = core.cluster.node_type
+        G = jt.gpu_count[w, g1]  # (K,)
+        tput = core.tm.isolated(wl.model[w][None, :], nt[:, None], G[None, :], False)  # (N, K)
+        ratio = ma.cpu_per_gpu / wl.cpu_per_gpu[w][None, :, None]  # (N, K, Lc)
+        phi = core.tm.phi(wl.model[w][None, :, None], ratio, np.ones_like(ratio))
+        single = ma.single[:, :, g1, :, m1]  # (N, K, Lc)
+        if not self.fungible:
+            only = np.zeros_like(single)
+            only[:, :, c1] = True
+            single = single & only
+        # Prefer the highest phi; among equal phi, the smallest CPU level (leaves CPU for others).
+        lc = np.asarray(core.cfg.levels.cpu)
+        score = np.where(single, phi - 1e-6 * lc[None, None, :], -np.inf)
+        lvl = np.argmax(score, axis=2)
+        best_phi = np.take_along_axis(phi, lvl[..., None], axis=2)[..., 0]
+        ok = np.isfinite(np.max(score, axis=2))
+        rate = np.where(ok, tput * best_phi, 0.0) * core.slot_ok[None, :]
+        return rate, lvl
+
+    def act(self, core: EnvCore) -> NDArray[np.int64]:
+        """One action per node, shape (N,) (0 = no-op)."""
+        assert core.sim is not None and core.jt is not None and core.wl is not None
+        N = core.N
+        actions = np.zeros(N, dtype=np.int64)
+        if not core.any_legal:
+            return actions
+        g1, c1, m1 = core.cfg.levels.one_index
+        rate, lvl = self.rates(core)
+        w = np.where(core.slot_ok, core.window, 0)
+        rem = core.sim.remaining[w]
+        best_any = core.jt.best_tput[w] * core.tm.best_phi(core.wl.model[w])
+        top = rate.max(axis=0)
+        est = np.where(top > 0, rem / np.where(top > 0, top, 1.0), np.inf)
+        slots = np.flatnonzero(core.slot_ok)
+        long = est > self.long_s
+        if self.order == "sjf":
+            key = np.where(long, -est, est)  # long jobs first (makespan), then shortest first
+            slots = slots[np.lexsort((est[slots], key[slots]))]
+        taken = np.zeros(N, dtype=bool)
+        legal = core.ma.legal
+        nt = core.cluster.node_type
+        for k in slots.tolist():  # at most K jobs per step
+            r = np.where(taken, 0.0, rate[:, k])
+            if r.max() > 0:
+                if long[k] and r.max() < self.min_rel_rate * best_any[k]:
+                    continue
+                cand = np.flatnonzero(r >= r.max() * (1 - 1e-9))
+                n = int(cand[np.lexsort((cand, core.free_g[cand]))[0]])
+                actions[n] = int(core.codec.encode(k, g1, int(lvl[n, k]), m1))
+                taken[n] = True
+                continue
+            if core.ma.single[:, k].any():
+                continue  # hosts exist but are taken this step
+            gang = legal[:, k, g1, c1, m1] & ~taken
+            if not gang.any():
+                continue
+            cap = np.bincount(nt[gang], weights=core.free_g[gang], minlength=int(nt.max()) + 1)
+            t = int(np.argmax(cap))
+            members = np.flatnonzero(gang & (nt == t))
+            actions[members] = int(core.codec.encode(k, g1, c1, m1))
+            taken[members] = True
+        return actions

@@ -1,0 +1,57 @@
+"""A tiny instance with a known best schedule, and a fast training config."""
+
+from __future__ import annotations
+
+import numpy as np
+from conftest import make_cluster, make_tm, make_workload
+
+from hetsched.agents.agent import env_settings
+from hetsched.agents.config import MAIFSAgentConf, TrainConfig
+from hetsched.agents.driver import TeamEnv
+from hetsched.sim.catalog import GPU_TYPE_NAMES
+from hetsched.sim.throughput import ThroughputModel
+
+T4, A100 = GPU_TYPE_NAMES.index("t4"), GPU_TYPE_NAMES.index("a100")
+
+
+def tiny_tm() -> ThroughputModel:
+    """Model 'a' runs 4x faster on A100 than on T4 and is CPU-sensitive (alpha 0.7, cap 1.5)."""
+    base = np.ones((2, len(GPU_TYPE_NAMES)))
+    base[:, A100] = 4.0
+    return make_tm(base, cpu_alpha=(0.7, 0.7))
+
+
+def tiny_env(conf: MAIFSAgentConf, tm: ThroughputModel, jobs: int = 1) -> TeamEnv:
+    """Node 0: one T4; node 1: one A100 (16 cores, 64 GiB each); ``jobs`` 1-GPU jobs at t=0.
+
+    The best schedule for one job: node 1 claims it at the 2.0 CPU level (phi = 1.5), node 0
+    passes.
+    """
+    cl = make_cluster(
+        [
+            {"gpu_type": "t4", "count": 1, "gpus": 1, "cpus": 16, "mem_gib": 64},
+            {"gpu_type": "a100", "count": 1, "gpus": 1, "cpus": 16, "mem_gib": 64},
+        ]
+    )
+    wl = make_workload([0.0] * jobs, [4.0 * 3600] * jobs, [1] * jobs, cpu=4.0, mem=16.0)
+    return TeamEnv(cl, wl, tm, env_settings(conf.env), conf.env.max_steps)
+
+
+def fast_config(steps: int = 256, **ppo: float) -> TrainConfig:
+    """A small, fast training config (no evaluation, no behaviour cloning)."""
+    conf = MAIFSAgentConf()
+    conf.env.window = 2
+    conf.env.resident_slots = 2
+    conf.net.hidden = 32
+    conf.bc.episodes = 0
+    conf.bc.dagger_rounds = 0
+    conf.ppo.env_steps = steps
+    conf.ppo.rollout_steps = 32
+    conf.ppo.batch = 32
+    conf.ppo.epochs = 4
+    conf.ppo.lr = 3e-3
+    conf.ppo.ent_coef = 0.01
+    for k, v in ppo.items():
+        setattr(conf.ppo, k, v)
+    conf.eval.every = 0
+    return TrainConfig(agent=conf, progress=False, checkpoint_every=64)

@@ -1,0 +1,51 @@
+"""The Hydra presets compose into the typed schemas; typos fail at composition."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.errors import ConfigCompositionException
+from omegaconf import OmegaConf
+
+import hetsched.config  # noqa: F401  (registers the schemas)
+from hetsched.agents.config import MAIFSAgentConf, TrainConfig
+
+CONF = str(Path(__file__).resolve().parents[2] / "conf")
+
+
+def test_train_config_composes_with_overrides() -> None:
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        cfg = compose(
+            "train", overrides=["agent=maifs", "cluster=pai_mixed", "agent.net.hidden=32"]
+        )
+    obj = OmegaConf.to_object(cfg)
+    assert isinstance(obj, TrainConfig)
+    assert isinstance(obj.agent, MAIFSAgentConf)
+    assert obj.agent.net.hidden == 32 and obj.cluster["name"] == "pai_mixed"
+    assert obj.workload["_target_"] == "hetsched.sim.traces.philly"
+    assert len(obj.agent.curriculum) >= 3  # several traces/windows and cluster shapes
+    assert {c.cluster for c in obj.agent.curriculum} >= {"sia_64", "pai_mixed"}
+
+
+def test_typo_and_bad_type_fail_at_composition() -> None:
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        with pytest.raises(ConfigCompositionException):
+            compose("train", overrides=["agent.net.hiden=32"])
+        with pytest.raises(ConfigCompositionException):
+            compose("train", overrides=["agent.ppo.lr=fast"])
+
+
+def test_bad_conflict_mode_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="agent.conflict='greedy'"):
+        MAIFSAgentConf(conflict="greedy")
+
+
+def test_scheduler_preset_takes_a_checkpoint() -> None:
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        cfg = compose("evaluate", overrides=["scheduler=maifs", "+checkpoint=/x/y.pt"])
+        plain = compose("evaluate", overrides=["scheduler=maifs"])
+    assert cfg.scheduler.maifs.checkpoint == "/x/y.pt"
+    assert plain.scheduler.maifs.checkpoint is None
+    assert cfg.scheduler.maifs._target_ == "hetsched.agents.policy.MAIFSPolicy"

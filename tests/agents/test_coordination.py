@@ -1,0 +1,137 @@
+"""Unit tests: coordination graph, ordered decisions, max-sum, attention and graph masking."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from hetsched.agents.coordination import (
+    candidate_sets,
+    coordination_graph,
+    maxsum_actions,
+    ordered_actions,
+)
+from hetsched.agents.network import MAIFSNet, NetDims
+
+K, L = 3, 2
+A = 1 + K * L
+
+
+def _mask(rows: list[list[int]]) -> np.ndarray:
+    """Masks from per-agent lists of legal slots (every level legal for a legal slot)."""
+    m = np.zeros((len(rows), A), dtype=np.int8)
+    m[:, 0] = 1
+    for i, slots in enumerate(rows):
+        for k in slots:
+            m[i, 1 + k * L : 1 + (k + 1) * L] = 1
+    return m
+
+
+def test_graph_edges_iff_candidates_overlap() -> None:
+    m = _mask([[0], [0, 1], [2], []])
+    cand = candidate_sets(m, K)
+    assert cand.tolist() == [
+        [True, False, False],
+        [True, True, False],
+        [False, False, True],
+        [False, False, False],
+    ]
+    adj = coordination_graph(cand)
+    assert adj[0, 1] and adj[1, 0]
+    assert not adj[0, 2] and not adj[1, 2] and not adj[2, 3]
+    assert not adj.diagonal().any()
+
+
+def test_ordered_decision_avoids_conflicts_and_respects_masks() -> None:
+    m = _mask([[0, 1], [0, 1], [0], [2]])
+    single = np.ones((4, A - 1), dtype=bool)
+    logits = np.zeros((4, A))
+    logits[:, 1] = 5.0  # everybody wants slot 0
+    logits[0, 1] = 6.0  # agent 0 most of all
+    acts, eff = ordered_actions(logits, m, single, K, None)
+    assert acts[0] == 1  # the most confident agent gets slot 0
+    claimed = [(a - 1) // L for a in acts if a > 0]
+    assert len(claimed) == len(set(claimed))  # no job claimed twice
+    assert acts[2] == 0  # its only job was taken: it passes
+    assert all(m[i, a] == 1 for i, a in enumerate(acts))
+    assert not eff[1, 1 : 1 + L].any()  # the effective mask removed the taken job
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        a, e = ordered_actions(rng.normal(size=(4, A)), m, single, K, rng)
+        assert all(e[i, x] for i, x in enumerate(a))
+        sl = [(x - 1) // L for x in a if x > 0]
+        assert len(sl) == len(set(sl))
+
+
+def test_without_graph_agents_decide_independently() -> None:
+    m = _mask([[0], [0]])
+    logits = np.zeros((2, A))
+    logits[:, 1] = 10.0
+    acts, _ = ordered_actions(logits, m, np.ones((2, A - 1), dtype=bool), K, None, graph=False)
+    assert acts.tolist() == [1, 1]  # both claim: the env arbitrates
+
+
+def test_gang_claims_are_not_masked_for_others() -> None:
+    m = _mask([[0], [0]])
+    logits = np.zeros((2, A))
+    logits[:, 1] = 10.0
+    acts, _ = ordered_actions(logits, m, np.zeros((2, A - 1), dtype=bool), K, None)
+    assert acts.tolist() == [1, 1]  # a multi-node job needs both claims
+
+
+def test_maxsum_resolves_a_conflict() -> None:
+    m = _mask([[0, 1], [0, 1]])
+    logits = np.full((2, A), -5.0)
+    logits[:, 0] = -1.0
+    logits[0, 1], logits[0, 3] = 3.0, 2.0
+    logits[1, 1], logits[1, 3] = 3.0, 0.5
+    acts = maxsum_actions(logits, m, np.array([True, True, True]), K, iters=4)
+    slots = sorted((a - 1) // L for a in acts)
+    assert slots == [0, 1]  # independent argmax would put both on slot 0
+    assert acts.tolist() == [3, 1]  # agent 0 gives way: it loses less by moving to slot 1
+
+
+def _dims(N_types: int = 7) -> NetDims:
+    return NetDims(
+        obs_dim=7 + 7 + 2 * 3 + K * 4 + 5,
+        num_types=N_types,
+        node_head=7,
+        resident_slots=2,
+        res_dim=3,
+        window=K,
+        job_dim=4,
+        global_dim=5,
+        num_levels=L,
+    )
+
+
+def test_attention_excludes_self_and_masked_logits() -> None:
+    torch.manual_seed(0)
+    d = _dims()
+    net = MAIFSNet(d, hidden=16, heads=4)
+    e = torch.randn(2, 5, 16)
+    beta = net.attention_weights(e)
+    assert torch.allclose(beta.diagonal(dim1=-2, dim2=-1), torch.zeros(2, 4, 5))
+    assert torch.allclose(beta.sum(-1), torch.ones(2, 4, 5))
+    obs = torch.rand(1, 5, d.obs_dim)
+    mask = torch.zeros(1, 5, d.num_actions, dtype=torch.bool)
+    mask[..., 0] = True
+    mask[0, 2, 3] = True
+    logits, value, _ = net(obs, mask, torch.zeros(1, 5, 5, dtype=torch.bool))
+    p = torch.softmax(logits, -1)
+    assert float(p.detach()[~mask].max()) == 0.0
+    assert value.shape == (1,)
+
+
+def test_soft_graph_ignores_non_neighbours() -> None:
+    torch.manual_seed(1)
+    net = MAIFSNet(_dims(), hidden=16, heads=4)
+    c = torch.randn(1, 3, 16)
+    adj = torch.zeros(1, 3, 3, dtype=torch.bool)
+    adj[0, 0, 1] = adj[0, 1, 0] = True  # agent 2 is isolated
+    h1 = net.coordinate(c, adj)
+    c2 = c.clone()
+    c2[0, 2] += 5.0
+    h2 = net.coordinate(c2, adj)
+    assert torch.allclose(h1[0, :2], h2[0, :2])  # 0 and 1 do not see agent 2
+    assert not torch.allclose(h1[0, 2], h2[0, 2])

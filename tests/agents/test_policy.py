@@ -1,0 +1,89 @@
+"""The scheduler twin: MAIFSPolicy inside Simulator.run reproduces the training env exactly."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from conftest import make_cluster, make_workload
+from helpers import fast_config, tiny_tm
+
+from hetsched.agents.agent import Acting, build_net, env_settings, net_dims
+from hetsched.agents.driver import TeamEnv
+from hetsched.agents.policy import MAIFSPolicy, TeacherPolicy
+from hetsched.sim.engine import SimConfig, Simulator
+
+
+@pytest.mark.parametrize("conflict", ["ordered", "none", "maxsum"])
+def test_policy_matches_env_rollout(conflict: str) -> None:
+    conf = fast_config().agent
+    conf.conflict = conflict
+    tm = tiny_tm()
+    cl = make_cluster(
+        [
+            {"gpu_type": "t4", "count": 2, "gpus": 2, "cpus": 16, "mem_gib": 64},
+            {"gpu_type": "a100", "count": 1, "gpus": 4, "cpus": 32, "mem_gib": 128},
+        ]
+    )
+    rng = np.random.default_rng(3)
+    J = 12
+    wl = make_workload(
+        sorted(rng.uniform(0, 3 * 3600, J).tolist()),
+        rng.uniform(600, 4 * 3600, J).tolist(),
+        rng.choice([1, 2, 4], J).tolist(),
+        cpu=4.0,
+        mem=16.0,
+    )
+    env = TeamEnv(cl, wl, tm, env_settings(conf.env))
+    torch.manual_seed(0)
+    net = build_net(conf.net, net_dims(env.core.layout, env.core.cfg.levels)).eval()
+    acting = Acting(net, conf, greedy=True)
+    env.reset(np.random.default_rng(0))
+    while not env.step(acting(env.core)).done:
+        pass
+    via_env = env.core.sim.result()  # type: ignore[union-attr]
+    pol = MAIFSPolicy(net=(net, conf))
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    via_sim = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+    assert np.isfinite(via_sim.finish_time).all()
+    np.testing.assert_allclose(via_sim.finish_time, via_env.finish_time)
+    np.testing.assert_allclose(via_sim.start_time, via_env.start_time)
+
+
+def test_teacher_policy_runs_and_validates_args() -> None:
+    tm = tiny_tm()
+    cl = make_cluster([{"gpu_type": "a100", "count": 1, "gpus": 2, "cpus": 16, "mem_gib": 64}])
+    wl = make_workload([0.0, 0.0, 10.0], [3600.0, 600.0, 60.0], [1, 1, 2])
+    pol = TeacherPolicy(window=4)
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+    assert np.isfinite(res.finish_time).all()
+    # shortest first: the 600-unit job starts at t=0 beside the long one
+    assert res.start_time[1] == 0.0
+    with pytest.raises(ValueError, match="order"):
+        TeacherPolicy(order="random")
+
+
+def test_long_job_guard_masks() -> None:
+    from hetsched.agents.agent import agent_masks
+
+    conf = fast_config().agent
+    tm = tiny_tm()
+    cl = make_cluster(
+        [
+            {"gpu_type": "t4", "count": 1, "gpus": 1, "cpus": 16, "mem_gib": 64},
+            {"gpu_type": "a100", "count": 1, "gpus": 1, "cpus": 16, "mem_gib": 64},
+        ]
+    )
+    wl = make_workload([0.0, 0.0], [400.0 * 3600, 60.0], [1, 1], cpu=4.0, mem=16.0)
+    env = TeamEnv(cl, wl, tm, env_settings(conf.env))
+    env.reset(np.random.default_rng(0))
+    off, _ = agent_masks(env.core, conf.env)
+    conf.env.long_guard_s = 3600.0
+    on, _ = agent_masks(env.core, conf.env)
+    L = (off.shape[1] - 1) // conf.env.window
+    assert off[0, 1 : 1 + L].any() and off[1, 0] == 1  # without the guard: anything goes
+    assert not on[0, 1 : 1 + L].any()  # the T4 node may not take the long job ...
+    assert on[0, 1 + L : 1 + 2 * L].any()  # ... but may take the short one
+    assert on[1, 0] == 0 and on[1, 1 : 1 + L].any()  # the A100 node serves the long job
+    assert not on[1, 1 + L : 1 + 2 * L].any()

@@ -254,7 +254,17 @@ def load_checkpoint(path: str | Path, *, obs_dim: int | None = None) -> dict[str
         raise FileNotFoundError(
             f"checkpoint {p} not found; train one with scripts/train.py or pass checkpoint=PATH"
         )
-    ck: dict[str, Any] = torch.load(p, map_location="cpu", weights_only=True)
+    try:
+        ck: dict[str, Any] = torch.load(p, map_location="cpu", weights_only=True)
+    except Exception as e:  # truncated zip, foreign file, or a pickle weights_only refuses
+        raise CheckpointError(
+            f"{p} cannot be read as a MAIFS checkpoint ({type(e).__name__}: {str(e)[:200]}); "
+            "it is truncated, not a torch checkpoint, or holds objects other than tensors and "
+            "plain data (loading uses weights_only=True, so no code in it ever runs); "
+            "re-download or retrain it with scripts/train.py"
+        ) from None
+    if not isinstance(ck, dict):
+        raise CheckpointError(f"{p} holds a {type(ck).__name__}, not a MAIFS checkpoint dict")
     for key in ("model", "config", "env_id", "dims"):
         if key not in ck:
             raise CheckpointError(f"{p} is not a MAIFS checkpoint (no {key!r} entry)")

@@ -83,3 +83,31 @@ def test_resume_is_exact(run_a: tuple[Path, Trainer], tmp_path: Path) -> None:
     assert tb.env_steps == tr.env_steps == 96
     for k, v in tr.net.state_dict().items():
         assert torch.equal(v, tb.net.state_dict()[k]), k
+
+
+class _Evil:
+    """Unpickling this would run code; weights_only loading must refuse it."""
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return (print, ("code ran",))
+
+
+def test_truncated_foreign_and_crafted_files_are_clear_errors(
+    run_a: tuple[Path, Trainer], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    d, _ = run_a
+    src = (d / "checkpoints" / "96.pt").read_bytes()
+    truncated = tmp_path / "truncated.pt"
+    truncated.write_bytes(src[: len(src) // 2])
+    foreign = tmp_path / "foreign.pt"
+    foreign.write_text("step,loss\n1,0.5\n")
+    crafted = tmp_path / "crafted.pt"
+    torch.save({"model": _Evil(), "config": {}, "env_id": "x", "dims": {}}, crafted)
+    not_dict = tmp_path / "list.pt"
+    torch.save([1, 2, 3], not_dict)
+    for path in (truncated, foreign, crafted):
+        with pytest.raises(CheckpointError, match="cannot be read as a MAIFS checkpoint"):
+            load_checkpoint(path)
+    assert "code ran" not in capsys.readouterr().out
+    with pytest.raises(CheckpointError, match="holds a list"):
+        load_checkpoint(not_dict)

@@ -236,7 +236,7 @@ class ClusterCentralEnv(gymnasium.Env[NDArray[np.float32], np.int64]):
         """Legal actions now (bool, shape (A,)), for sb3-contrib ``MaskablePPO``."""
         return self._mask.astype(bool)
 
-    def render(self) -> str | NDArray[np.uint8] | None:
+    def render(self) -> str | NDArray[np.uint8] | None:  # type: ignore[override]
         """``ansi`` text or an ``rgb_array`` image of the nodes (see the multi-agent env)."""
         if self.render_mode is None:
             return None

@@ -220,7 +220,9 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
             )
             for a in self.possible_agents
         }
-        self.action_spaces = {a: gymnasium.spaces.Discrete(A) for a in self.possible_agents}
+        self.action_spaces: dict[str, gymnasium.spaces.Space[Any]] = {
+            a: gymnasium.spaces.Discrete(A) for a in self.possible_agents
+        }
         self.state_space = gymnasium.spaces.Box(0.0, 1.0, (lay.state_dim,), np.float32)
         self._seed = seed
         self.np_random, _ = seeding.np_random(seed)

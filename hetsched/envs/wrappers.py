@@ -56,7 +56,7 @@ class MaskKeyWrapper(BaseParallelWrapper[str, Obs, int]):
         box = inner["observation"]
         n = int(inner["action_mask"].shape[0])  # type: ignore[index]
         space = gymnasium.spaces.Dict(
-            {obs_key: box, mask_key: gymnasium.spaces.Box(0, 1, (n,), self.mask_dtype)}
+            {obs_key: box, mask_key: gymnasium.spaces.Box(0, 1, (n,), self.mask_dtype.type)}
         )
         self._spaces = dict.fromkeys(env.possible_agents, space)
         self.possible_agents = list(env.possible_agents)

@@ -399,16 +399,14 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
             inv = res.invalid.astype(np.float64).tolist()
             conf = (res.conflict | res.gang_failed).astype(np.float64).tolist()
             gr = res.granted.astype(np.float64).tolist()
-        out: dict[str, dict[str, Any]] = {}
-        for i, a in enumerate(self.possible_agents):
-            d = dict(team)
-            d["invalid_action"] = inv[i]
-            d["conflict"] = conf[i]
-            d["placed"] = gr[i]
-            d["num_legal_actions"] = float(legal[i])
-            d["action_mask"] = mask[i]
-            out[a] = {k: d[k] for k in INFO_KEYS}
-        return out
+        # INFO_KEYS order: 10 team values, 4 per-agent values, 3 team values, the mask.
+        head = [team[k] for k in INFO_KEYS[:10]]
+        tail = [team[k] for k in INFO_KEYS[14:17]]
+        keys = INFO_KEYS
+        return {
+            a: dict(zip(keys, [*head, inv[i], conf[i], gr[i], float(legal[i]), *tail, mask[i]]))
+            for i, a in enumerate(self.possible_agents)
+        }
 
     def state(self) -> NDArray[np.float32]:
         """Global state for centralised critics (flat float32, in ``state_space``)."""

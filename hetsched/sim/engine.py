@@ -713,7 +713,9 @@ class Simulator:
         # Jobs-in-system integral over [t0, t0 + dt] (all active jobs were admitted by t0).
         active = self.active_jobs()
         in_sys = np.full(active.shape[0], dt)
-        fin_mask = np.isin(active, fin_idx, assume_unique=True)
+        ended = np.zeros(J, dtype=bool)
+        ended[fin_idx] = True
+        fin_mask = ended[active]
         in_sys[fin_mask] = self.finish_time[active[fin_mask]] - t0
 
         # Status updates.
@@ -725,8 +727,11 @@ class Simulator:
         self.last_rate[fin_idx] = 0.0
         self.last_rate[fail_idx] = 0.0
         self.sig = np.where(running_now, new_sig, self.sig)
-        gone = np.concatenate([fin_idx, fail_idx])
-        self.current = alloc.select(~np.isin(alloc.job, gone)) if gone.size else alloc
+        if fin_idx.size or fail_idx.size:
+            ended[fail_idx] = True  # finished or failed: no longer placed
+            self.current = alloc.select(~ended[alloc.job])
+        else:
+            self.current = alloc
 
         if self.config.record_timeline:
             busy_gpus = int(alloc.used_gpus_per_node(self.cluster.num_nodes).sum())

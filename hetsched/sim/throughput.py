@@ -138,6 +138,12 @@ class ThroughputModel:
         # Padded copy so that interpolation at the top level can read index L safely.
         self._tput_pad = np.concatenate([self.tput, np.zeros((M, K, 1, 2))], axis=2)
         self._log_tput = np.log(np.where(self._tput_pad > 0, self._tput_pad, 1.0))
+        # Integer GPU counts 0..max_count, and max_count + 1 standing for "too many" (0), looked
+        # up directly: the engine asks for integer counts every round.
+        C = self.max_count + 2
+        grid = np.ix_(np.arange(M), np.arange(K), np.arange(C), np.arange(2))
+        self._iso_int = self._isolated_formula(*grid)
+        self._iso_int[:, :, C - 1, :] = 0.0
 
     # ------------------------------------------------------------------ lookups
     @property
@@ -191,6 +197,19 @@ class ThroughputModel:
         Returns:
             Throughput array of the broadcast shape.
         """
+        n_arr = np.asarray(n_gpus)
+        if n_arr.dtype.kind in "iub":  # integer counts: one table lookup
+            idx = np.maximum(np.minimum(n_arr, self.max_count + 1), 0)  # (np.clip is slower)
+            si = np.asarray(spread).astype(np.int64)
+            return np.asarray(
+                self._iso_int[np.asarray(model), np.asarray(gpu_type), idx, si], dtype=np.float64
+            )
+        return self._isolated_formula(model, gpu_type, n_arr, spread)
+
+    def _isolated_formula(
+        self, model: ArrayLike, gpu_type: ArrayLike, n_gpus: ArrayLike, spread: ArrayLike
+    ) -> FloatArray:
+        """:meth:`isolated` by log-log interpolation between the tabulated power-of-two levels."""
         m, k, n, s = np.broadcast_arrays(
             np.asarray(model), np.asarray(gpu_type), np.asarray(n_gpus), np.asarray(spread)
         )
@@ -231,8 +250,8 @@ class ThroughputModel:
         c = np.maximum(np.asarray(cpu_ratio, dtype=np.float64), 0.0)
         g = np.asarray(mem_ratio, dtype=np.float64)
         alpha = self.cpu_alpha[m]
-        with np.errstate(divide="ignore"):
-            phi_cpu = np.where(c > 0, np.power(np.where(c > 0, c, 1.0), alpha), 0.0)
+        pos = c > 0  # the base of the power is positive, so no divide warning can arise
+        phi_cpu = np.where(pos, np.power(np.where(pos, c, 1.0), alpha), 0.0)
         phi_cpu = np.where(alpha == 0, 1.0, phi_cpu)
         phi_cpu = np.minimum(phi_cpu, self.cpu_ceiling[m])
         span = max(1.0 - self.mem_floor, 1e-9)

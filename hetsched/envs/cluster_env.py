@@ -404,7 +404,13 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         tail = [team[k] for k in INFO_KEYS[14:17]]
         keys = INFO_KEYS
         return {
-            a: dict(zip(keys, [*head, inv[i], conf[i], gr[i], float(legal[i]), *tail, mask[i]]))
+            a: dict(
+                zip(
+                    keys,
+                    [*head, inv[i], conf[i], gr[i], float(legal[i]), *tail, mask[i]],
+                    strict=True,
+                )
+            )
             for i, a in enumerate(self.possible_agents)
         }
 

@@ -240,3 +240,30 @@ def test_markdown_table_alignment() -> None:
     assert lines[0].startswith("| scheduler")
     assert lines[1].endswith(":|")  # numeric column right-aligned
     assert "1.235" in lines[2] and "nan" in lines[3]
+
+
+EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_experiment_presets_compose_and_build(name: str) -> None:
+    cfg = _compose([f"experiment={name}"])
+    # The preset changes the setup, and a later command-line override still wins.
+    assert list(cfg.scheduler) != hetsched.config.DEFAULT_SCHEDULERS or cfg.sim.failures.mtbf_h
+    cluster = instantiate(cfg.cluster)
+    assert cluster.num_nodes > 0
+    for sched in cfg.scheduler.values():
+        assert callable(instantiate(sched, _partial_=True))
+    if cfg.workload.name != "sia_philly":  # Sia's files are not shipped (read by path)
+        wl = instantiate(cfg.workload)(
+            throughput=default_throughput(), cluster=cluster, rng=np.random.default_rng(0)
+        )
+        assert wl.num_jobs > 0
+    again = _compose([f"experiment={name}", "cluster=pai_mixed", "seed=7"])
+    assert again.cluster.name == "pai_mixed" and again.seed == 7
+
+
+def test_experiment_list_is_what_docs_promise() -> None:
+    assert {"maifs_heldout", "gavel_continuous", "sia_table3", "failures"} <= set(EXPERIMENTS)
+    with pytest.raises(ConfigCompositionException):
+        _compose(["experiment=no_such_experiment"])

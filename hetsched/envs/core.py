@@ -424,7 +424,13 @@ class EnvCore:
             # Nothing fits: with skip_idle, jump straight to the next arrival or completion
             # (the same boundaries as one round followed by _skip_idle, in one engine call).
             jump = self.cfg.skip_idle and not self.any_legal
-            self._advance(self.round_allocation(), stats, trusted=True, jump=jump)
+            alloc = self.round_allocation()
+            if alloc.size == 0 and not self.any_legal and not self._future_arrivals():
+                # Nothing runs, nothing fits and nothing will change: jobs wait forever (the
+                # same rule as _skip_idle, which only runs with skip_idle on).
+                self.stalled = True
+                return
+            self._advance(alloc, stats, trusted=True, jump=jump)
             if self.cfg.skip_idle:
                 self._skip_idle(stats)
         if self.done:

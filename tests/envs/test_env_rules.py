@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from env_helpers import act, jobs, tiny_central, tiny_env
@@ -195,3 +197,27 @@ def test_failed_node_stays_an_agent_with_only_the_noop() -> None:
     assert term["node_0"] and env.sim_result().node_failures > 0
     with pytest.raises(ValueError, match="fields are mtbf_h"):
         ClusterParallelEnv(**small_env_kwargs(failures={"mtbf": 1.0}))
+
+
+@pytest.mark.parametrize("skip_idle", [True, False])
+def test_unplaceable_job_truncates_as_stalled(skip_idle: bool) -> None:
+    # Job 1 asks for more memory per GPU than a node has: no action can ever place it.
+    wl = replace(jobs([1, 1]), mem_per_gpu=np.array([16.0, 1000.0]))
+    env = tiny_env(wl, skip_idle=skip_idle, max_cycles=1000)
+    obs, _ = env.reset(seed=0)
+    steps = 0
+    while env.agents:
+        legal = obs["node_0"]["action_mask"][1] == 1
+        obs, _, terms, truncs, infos = env.step(act(env, node_0=1) if legal else act(env))
+        steps += 1
+    assert truncs["node_0"] and not terms["node_0"]
+    assert infos["node_0"]["stalled"] == 1.0
+    assert steps < 20  # detected once job 0 ends (10 rounds), not run out to max_cycles
+    central = tiny_central(wl, skip_idle=skip_idle, max_cycles=1000)
+    central.reset(seed=0)
+    n, done, info = 0, False, {}
+    while not done:
+        m = central.action_masks()
+        _, _, term, trunc, info = central.step(int(np.flatnonzero(m)[-1]))
+        done, n = term or trunc, n + 1
+    assert trunc and info["stalled"] == 1.0 and n < 20

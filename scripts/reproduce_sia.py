@@ -14,7 +14,8 @@ Examples::
     python scripts/reproduce_sia.py --sets pollux_philly   # shipped Pollux files (no paper row)
 
 Sia's workload files are not shipped (the artifact has no licence): they are read from
-``--data-dir`` (default ``<repo root>/../shared/data/workloads/sia``), which must hold
+``--data-dir`` (default ``$HETSCHED_SHARED_DATA/workloads/sia``, else
+``<repo root>/../shared/data/workloads/sia``), which must hold
 ``philly/``, ``saturn/`` (Helios) and ``newtrace/`` with ``workload-<i>.csv`` files; each is passed
 to the ``sia_philly`` / ``sia_helios`` / ``sia_newtrace`` workload presets as ``path=`` (Hydra:
 ``workload.path=...``). The script stops with a clear message if a file is missing. Runs go through
@@ -47,6 +48,7 @@ from hetsched.evaluation import atomic_write_text, csv_text, run_one  # noqa: E4
 from hetsched.sim.cluster import Cluster  # noqa: E402
 from hetsched.sim.engine import SimConfig  # noqa: E402
 from hetsched.sim.metrics import RESULT_COLUMNS  # noqa: E402
+from hetsched.sim.paths import shared_data_root  # noqa: E402
 from hetsched.sim.throughput import ThroughputModel, default_throughput  # noqa: E402
 
 #: Workload sets: name -> (trace factory name, number of files, sub-directory of --data-dir or
@@ -58,10 +60,9 @@ SETS: dict[str, tuple[str, int, str | None]] = {
     "pollux_philly": ("pollux_philly", 8, None),
 }
 DEFAULT_SETS: tuple[str, ...] = ("philly", "helios", "newtrace")
-#: Default location of Sia's workload files: ``<repo root>/../shared/data/workloads/sia``.
-DEFAULT_DATA_DIR = (
-    Path(__file__).resolve().parents[1].parent / "shared" / "data" / "workloads" / "sia"
-)
+#: Default location of Sia's workload files: ``$HETSCHED_SHARED_DATA/workloads/sia``, else
+#: ``<repo root>/../shared/data/workloads/sia`` (:func:`hetsched.sim.paths.shared_data_root`).
+DEFAULT_DATA_DIR = shared_data_root() / "workloads" / "sia"
 POLICIES: tuple[str, ...] = ("sia", "pollux", "gavel", "fifo")
 
 #: Sia Table 3: (avg JCT h, p99 JCT h, makespan h, GPU-h per job, restarts per job).

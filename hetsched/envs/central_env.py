@@ -58,6 +58,10 @@ class ClusterCentralEnv(gymnasium.Env[NDArray[np.float32], np.int64]):
     each in ``info``. **Episode end:** terminated when every job has finished; truncated after
     ``max_cycles`` steps (>= 2), at ``max_time_s`` or when waiting jobs can never be placed.
 
+    **Version history.** ``hetsched/ClusterCentral-v0`` (hetsched 0.1.0): first release; the
+    same later changes as ``hetsched/Cluster-v0`` (speed-ups; stall detection with
+    ``skip_idle=False``), none of which changes spaces, dynamics or rewards.
+
     Args: as :class:`hetsched.envs.cluster_env.ClusterParallelEnv` (``conflict_rule`` is
     accepted for a uniform signature and unused: one placement per step cannot conflict).
     """

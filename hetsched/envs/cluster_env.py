@@ -96,7 +96,9 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
       round progress, finished and arrived fractions.
 
     All features lie in [0, 1]. ``state()`` is a flat float32 vector (all node blocks, the
-    node-independent window features plus per-type relative throughput, the global block).
+    node-independent window features plus per-type relative throughput and per-type "type
+    allowed" flags, the global block). Each resident slot and each window slot starts with a
+    ``present`` flag (0 for an empty, all-zero slot).
 
     **Action** per agent: ``Discrete(A)``, ``A = 1 + K L_g L_c L_m`` (289 with the defaults);
     0 is the no-op, ``a >= 1`` claims window slot ``k`` at GPU level ``g``, CPU level ``c`` and
@@ -117,6 +119,12 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
     component in the infos. **Episode end:** terminated when every job has finished; truncated
     after ``max_cycles`` steps (never after step 1), at ``max_time_s``, or when waiting jobs can
     never be placed (``stalled``).
+
+    **Version history.** ``hetsched/Cluster-v0`` (hetsched 0.1.0): first release. Later
+    changes were speed-ups and one fix that keep the spaces, dynamics and rewards: a stall is
+    also detected with ``skip_idle=False`` (before, such an episode ran to ``max_cycles``).
+    The suffix is bumped whenever spaces, dynamics or rewards change (saved agents depend on
+    them: MAIFS checkpoints record the env id and observation layout and refuse a mismatch).
 
     Args:
         cluster: A Cluster, a preset name (``conf/cluster``) or a node-spec mapping.

@@ -1,0 +1,129 @@
+"""Score MAIFS checkpoints on the validation windows (checkpoint selection, never the test windows).
+
+The validation sets are Philly busiest windows that neither training nor testing uses for
+scoring (``docs/results.md``): on ``sia_64`` the windows after sorted jobs 55,000, 60,000 and
+62,000, on ``pai_mixed`` those after 60,000 and 62,000, each with seeds 50 and 51 (training
+draws seeds 0-9, tests use 100-102). Every checkpoint runs greedily through the same runner and
+simulator as the baselines, beside the behaviour-cloning teacher.
+
+Score per checkpoint: the mean over the sets of ``avg JCT / teacher's avg JCT + makespan /
+teacher's makespan`` (lower is better; the teacher alone scores 2.0). Both halves matter: the
+issue's bar asks for lower average JCT *and* no worse makespan than the baselines.
+
+Usage::
+
+    python scripts/validate_maifs.py checkpoints/maifs_default.pt outputs/train/RUN/checkpoints/*.pt
+    python scripts/validate_maifs.py A.pt B.pt --long-guard-s 10800 --out val.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hetsched.agents.policy import MAIFSPolicy, TeacherPolicy  # noqa: E402
+from hetsched.envs.presets import resolve_cluster, resolve_workload  # noqa: E402
+from hetsched.evaluation import atomic_write_text, evaluate  # noqa: E402
+from hetsched.sim.engine import SimConfig  # noqa: E402
+from hetsched.sim.throughput import default_throughput  # noqa: E402
+
+#: (cluster preset, first sorted Philly job of the busiest-window search).
+VALIDATION_SETS: tuple[tuple[str, int], ...] = (
+    ("sia_64", 55000),
+    ("sia_64", 60000),
+    ("sia_64", 62000),
+    ("pai_mixed", 60000),
+    ("pai_mixed", 62000),
+)
+SEEDS: tuple[int, ...] = (50, 51)
+
+
+def score_checkpoints(
+    paths: Sequence[Path],
+    *,
+    long_guard_s: float | None = None,
+    sets: Sequence[tuple[str, int]] = VALIDATION_SETS,
+    seeds: Sequence[int] = SEEDS,
+) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    """Run the teacher and every checkpoint on the validation sets.
+
+    Args:
+        paths: Checkpoint files.
+        long_guard_s: Turn on the long-job guard for every checkpoint (None: as saved).
+        sets: (cluster, start) validation sets.
+        seeds: Seeds per set.
+
+    Returns:
+        ``(score per name, rows)``: the score as in the module docstring (``teacher`` included,
+        2.0 by construction) and one row per (set, name) with mean avg JCT and makespan (hours).
+    """
+    tm = default_throughput()
+    policies: dict[str, Callable[[], Any]] = {"teacher": TeacherPolicy}
+    for p in paths:
+        policies[str(p)] = partial(MAIFSPolicy, checkpoint=p, long_guard_s=long_guard_s)
+    rows: list[dict[str, Any]] = []
+    ratios: dict[str, list[float]] = {name: [] for name in policies}
+    for cluster_name, start in sets:
+        cluster = resolve_cluster(cluster_name)
+        factory = resolve_workload("philly", {"start": start, "num_jobs": 300})
+        assert callable(factory)
+        outs = evaluate(
+            policies,
+            cluster=cluster,
+            workload_factory=factory,
+            throughput=tm,
+            seeds=list(seeds),
+            sim_config=SimConfig(),
+        )
+        mean: dict[str, tuple[float, float]] = {}
+        for name in policies:
+            r = [o.row for o in outs if o.row["scheduler"] == name]
+            mean[name] = (
+                float(np.mean([x["avg_jct_h"] for x in r])),
+                float(np.mean([x["makespan_h"] for x in r])),
+            )
+        t_jct, t_mk = mean["teacher"]
+        for name, (jct, mk) in mean.items():
+            ratios[name].append(jct / t_jct + mk / t_mk)
+            rows.append(
+                {"cluster": cluster_name, "start": start, "name": name, "jct_h": jct, "mk_h": mk}
+            )
+    return {name: float(np.mean(v)) for name, v in ratios.items()}, rows
+
+
+def main() -> None:
+    """Command-line entry point."""
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("checkpoints", nargs="+", type=Path)
+    ap.add_argument("--long-guard-s", type=float, default=None)
+    ap.add_argument("--out", type=Path, default=None, help="also write the tables as Markdown")
+    args = ap.parse_args()
+    missing = [str(p) for p in args.checkpoints if not p.is_file()]
+    if missing:
+        ap.error(f"no such checkpoint file: {', '.join(missing)}")
+    scores, rows = score_checkpoints(args.checkpoints, long_guard_s=args.long_guard_s)
+    lines = ["| cluster | start | name | avg JCT (h) | makespan (h) |", "|---|---|---|---|---|"]
+    lines += [
+        f"| {r['cluster']} | {r['start']} | {r['name']} | {r['jct_h']:.3f} | {r['mk_h']:.2f} |"
+        for r in rows
+    ]
+    lines += ["", "| name | score (teacher = 2.0, lower is better) |", "|---|---|"]
+    lines += [f"| {n} | {s:.3f} |" for n, s in sorted(scores.items(), key=lambda kv: kv[1])]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        atomic_write_text(args.out, text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,39 @@
+"""scripts/validate_maifs.py: checkpoint scores relative to the teacher on validation windows."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load() -> object:
+    spec = importlib.util.spec_from_file_location(
+        "validate_maifs", ROOT / "scripts/validate_maifs.py"
+    )
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_teacher_scores_two_and_checkpoint_is_scored() -> None:
+    mod = _load()
+    ck = ROOT / "checkpoints" / "maifs_default.pt"
+    scores, rows = mod.score_checkpoints([ck], sets=[("sia_64", 62000)], seeds=[50])  # type: ignore[attr-defined]
+    assert scores["teacher"] == pytest.approx(2.0)
+    assert set(scores) == {"teacher", str(ck)}
+    assert 0.5 < scores[str(ck)] < 10.0
+    assert {r["name"] for r in rows} == {"teacher", str(ck)}
+    assert all(r["jct_h"] > 0 and r["mk_h"] > 0 for r in rows)
+
+
+def test_validation_sets_avoid_the_test_windows() -> None:
+    mod = _load()
+    starts = {s for _, s in mod.VALIDATION_SETS}  # type: ignore[attr-defined]
+    # docs/results.md test windows: the default busiest window (search from 0), after 44000, from 30000.
+    assert not starts & {0, 30000, 44000}
+    assert all(seed < 100 for seed in mod.SEEDS)  # type: ignore[attr-defined]

@@ -73,7 +73,9 @@ def score_checkpoints(
         2.0 by construction) and one row per (set, name) with mean avg JCT and makespan (hours).
     """
     tm = default_throughput()
-    policies: dict[str, Callable[[], Any]] = {"teacher": TeacherPolicy}
+    # The teacher as the maifs_teacher preset runs it (conf/scheduler/maifs_teacher.yaml).
+    teacher = partial(TeacherPolicy, window=16, long_s=10800.0)
+    policies: dict[str, Callable[[], Any]] = {"teacher": teacher}
     for p in paths:
         policies[str(p)] = partial(MAIFSPolicy, checkpoint=p, long_guard_s=long_guard_s)
     rows: list[dict[str, Any]] = []

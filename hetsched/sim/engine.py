@@ -550,10 +550,12 @@ class Simulator:
         utilisation).
         """
         J = self.workload.num_jobs
-        rate = np.full(J, np.inf)
-        iso = np.full(J, np.inf)
         if a.size == 0:
             return np.zeros(J), np.zeros(J)
+        if np.bincount(a.job, minlength=J).max() == 1:
+            return self._single_node_rates(a)
+        rate = np.full(J, np.inf)
+        iso = np.full(J, np.inf)
         base = self._entry_base_rate(a)
         cpu_ratio, mem_ratio = self._resource_ratios(a)
         phi = self.tm.phi(self.workload.model[a.job], cpu_ratio, mem_ratio)
@@ -562,6 +564,25 @@ class Simulator:
         np.minimum.at(iso, a.job, base)
         rate[~np.isfinite(rate)] = 0.0
         iso[~np.isfinite(iso)] = 0.0
+        return rate, iso
+
+    def _single_node_rates(self, a: Allocation) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """:meth:`job_rates` when every job has one entry (the common case; same numbers).
+
+        One entry per job means the job's totals are its entry's values, it is never spread
+        and its rate is its entry's rate, so the per-job reductions drop out.
+        """
+        wl, J = self.workload, self.workload.num_jobs
+        m = wl.model[a.job]
+        base = self.tm.isolated(m, self.cluster.node_type[a.node], a.gpus, False)
+        gj = np.maximum(a.gpus, 1).astype(np.float64)
+        phi = self.tm.phi(
+            m, a.cpus / (gj * wl.cpu_per_gpu[a.job]), a.mem / (gj * wl.mem_per_gpu[a.job])
+        )
+        rate = np.zeros(J)
+        iso = np.zeros(J)
+        rate[a.job] = base * phi * self._interference(a)
+        iso[a.job] = base
         return rate, iso
 
     # ------------------------------------------------------------------ stepping

@@ -99,6 +99,8 @@ engine reports a failed job's rate as 0 and drops it from ``SimState.current``).
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -330,6 +332,24 @@ def _matrix_key(csc: sparse.csc_array) -> int:
     )
 
 
+def _new_highs(highspy: Any) -> Any:
+    """A new ``highspy.Highs``, without the banner HiGHS prints to stdout when constructed.
+
+    The banner cannot be switched off by an option (``output_flag`` only takes effect after
+    construction), so file descriptor 1 points at ``os.devnull`` while the object is built. The
+    model is built once and kept between rounds, so this runs once per run.
+    """
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+            return highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def _load_model(
     highspy: Any,
     cache: HighsModelCache | None,
@@ -359,7 +379,7 @@ def _load_model(
         h.setOptionValue("time_limit", float(time_limit_s))
         cache.reuses += 1
         return h
-    h = cache.highs if cache is not None and cache.highs is not None else highspy.Highs()
+    h = cache.highs if cache is not None and cache.highs is not None else _new_highs(highspy)
     h.clearModel()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("threads", 1)  # decision time is measured single-threaded (metrics.md)

@@ -227,7 +227,7 @@ class EnvCore:
         R = self.cfg.resident_slots
         self._count = np.bincount(cur.node, minlength=N).astype(np.int64)
         self._res = np.zeros((N, R, self.layout.res_dim))
-        self._n_cur_jobs = int(np.unique(cur.job).size) if cur.size else 0
+        self._n_cur_jobs = len(set(cur.job.tolist()))  # distinct running jobs
         self._n_new_jobs = 0
         if cur.size:
             order = np.argsort(cur.node, kind="stable")
@@ -279,9 +279,8 @@ class EnvCore:
                 self.wl, jobs[k], nodes[k], gpus[k], cpus[k], mem[k], True,
                 self.sim.remaining, self.sim.attained_gpu_s,
             )  # fmt: skip
-        placed_jobs = np.unique(jobs)
-        self._placed[placed_jobs] = True
-        self._n_new_jobs += int(placed_jobs.size)
+        self._placed[jobs] = True
+        self._n_new_jobs += len(set(jobs.tolist()))  # distinct jobs (a gang repeats its job)
 
     def refresh(self) -> None:
         """Recompute the window, the masks and the cached observation parts."""

@@ -526,8 +526,10 @@ class FeatureBuilder:
             free_m: Free memory per node, shape (N,).
             node_up: Node is up, shape (N,).
         """
-        N = free_g.shape[0]
-        head = np.empty((N, 7))
+        N, T = self.type_onehot.shape
+        out = np.empty((N, T + 7 + resident[0].size))
+        out[:, :T] = self.type_onehot
+        head = out[:, T : T + 7]
         head[:, 0] = free_g / self.node_gpus
         head[:, 1] = self.node_size
         head[:, 2] = free_c / self.node_cpus
@@ -535,7 +537,8 @@ class FeatureBuilder:
         head[:, 4] = node_up
         head[:, 5] = np.minimum(count / self.R, 1.0)
         head[:, 6] = np.where(count >= 1, 1.0 - self._keep_factor ** np.maximum(count - 1, 0), 0.0)
-        return np.concatenate([self.type_onehot, head, resident.reshape(N, -1)], axis=1)
+        out[:, T + 7 :] = resident.reshape(N, -1)
+        return out
 
     def window_common(
         self,
@@ -551,16 +554,15 @@ class FeatureBuilder:
         w = np.where(slot_ok, window, 0)
         best = jt.best_tput[w]
         rem_s = np.where(best > 0, remaining[w] / np.where(best > 0, best, 1.0), 0.0)
-        dyn = np.stack(
-            [
-                squash(now - wl.arrival[w], HOUR),
-                squash(attained[w], HOUR),
-                squash(rem_s, HOUR),
-            ],
-            axis=1,
-        )
-        out = np.concatenate([np.ones((w.shape[0], 1)), jt.static[w], dyn], axis=1)
-        return out * slot_ok[:, None]
+        S = jt.static.shape[1]
+        out = np.empty((w.shape[0], S + 4))
+        out[:, 0] = 1.0
+        out[:, 1 : S + 1] = jt.static[w]
+        out[:, S + 1] = squash(now - wl.arrival[w], HOUR)
+        out[:, S + 2] = squash(attained[w], HOUR)
+        out[:, S + 3] = squash(rem_s, HOUR)
+        out *= slot_ok[:, None]
+        return out
 
     def window_node(
         self,
@@ -577,18 +579,15 @@ class FeatureBuilder:
         rm = wl.mem_per_gpu[w][None, :] / self.mem_share[:, None]
         rel = jt.rel_tput[w][:, nt].T  # (N, K)
         allowed = jt.allowed[w][:, nt].T
-        out = np.stack(
-            [
-                rc / (1.0 + rc),
-                rm / (1.0 + rm),
-                rel,
-                allowed.astype(np.float64),
-                ma.fits_any.astype(np.float64),
-                ma.fits_one.astype(np.float64),
-            ],
-            axis=2,
-        )
-        return out * slot_ok[None, :, None]
+        out = np.empty(rel.shape + (6,))
+        out[:, :, 0] = rc / (1.0 + rc)
+        out[:, :, 1] = rm / (1.0 + rm)
+        out[:, :, 2] = rel
+        out[:, :, 3] = allowed
+        out[:, :, 4] = ma.fits_any
+        out[:, :, 5] = ma.fits_one
+        out *= slot_ok[None, :, None]
+        return out
 
     def global_block(
         self,

@@ -51,6 +51,9 @@ F32 = np.float32
 EPS = 1e-9
 HOUR = 3600.0
 NUM_TYPES = len(GPU_TYPE_NAMES)
+#: Largest node-by-job table of static mask parts kept per episode (bytes); above it the masks
+#: compute the window's static parts directly (same numbers, slower).
+PER_JOB_STATIC_MAX_BYTES = 64 * 2**20
 
 
 def squash(x: NDArray[np.floating], scale: float) -> NDArray[np.float64]:
@@ -295,6 +298,24 @@ class _WindowStatic:
     gang: NDArray[np.bool_]
 
 
+@dataclass
+class _PerJobStatic:
+    """Node-major mask parts of every job of an episode, shape (N, J, ...) each.
+
+    ``cpg``/``mpg``: CPU cores / GiB per GPU at each CPU / memory level (N, J, L_c) / (N, J, L_m);
+    ``mem_ok``: memory level above the job's floor (N, J, L_m); ``allowed``: GPU-type constraint
+    admits the node (N, J); ``single``/``gang``: positive throughput on the node's type at each GPU
+    level, packed / packed or spread, for distinct legal levels (N, J, L_g).
+    """
+
+    cpg: NDArray[np.float64]
+    mpg: NDArray[np.float64]
+    mem_ok: NDArray[np.bool_]
+    allowed: NDArray[np.bool_]
+    single: NDArray[np.bool_]
+    gang: NDArray[np.bool_]
+
+
 class FeatureBuilder:
     """Builds masks, observations and the global state for one cluster and level sets.
 
@@ -348,6 +369,7 @@ class FeatureBuilder:
         self.num_gpus = float(cluster.num_gpus)
         self._keep_factor = 1.0 - tm.node_iota
         self._static_cache: tuple[JobTable, bytes, bytes, _WindowStatic] | None = None
+        self._per_job_cache: tuple[JobTable, _PerJobStatic | None] | None = None
         # Per-type sums without BLAS (tiny matmuls would wake OpenBLAS threads): nodes sorted
         # by type, one reduceat segment per present type, in ascending catalogue order.
         self.type_perm = np.argsort(cluster.node_type, kind="stable")
@@ -365,6 +387,42 @@ class FeatureBuilder:
         return np.asarray(np.logical_or.reduceat(x[self.type_perm], self.type_starts, axis=0))
 
     # ------------------------------------------------------------------ masks
+    def _per_job_static(self, jt: JobTable, wl: Workload) -> _PerJobStatic | None:
+        """The node-by-job mask parts that never change in an episode, or None if too large.
+
+        Node-major arrays over every job of the episode (built once per job table), so that a
+        new window only gathers its columns. Same formulas as :meth:`_window_static`, element by
+        element; skipped (None) above :data:`PER_JOB_STATIC_MAX_BYTES`.
+        """
+        c = self._per_job_cache
+        if c is not None and c[0] is jt:
+            return c[1]
+        N, J = self.node_type.shape[0], wl.num_jobs
+        Lc, Lm, Lg = self.lc.size, self.lm.size, jt.gpu_count.shape[1]
+        if N * J * (8 * (Lc + Lm) + Lm + 1 + 2 * Lg) > PER_JOB_STATIC_MAX_BYTES:
+            self._per_job_cache = (jt, None)
+            return None
+        nt = self.node_type
+        req_c, req_m = wl.cpu_per_gpu, wl.mem_per_gpu  # (J,)
+        if self.levels.cap_at_node_share:
+            cpg = np.minimum(req_c[None, :], self.cpu_share[:, None])[:, :, None] * self.lc
+            mpg = np.minimum(req_m[None, :], self.mem_share[:, None])[:, :, None] * self.lm
+        else:
+            cpg = np.broadcast_to((req_c[:, None] * self.lc)[None], (N, J, Lc)).copy()
+            mpg = np.broadcast_to((req_m[:, None] * self.lm)[None], (N, J, Lm)).copy()
+        mem_ok = mpg >= (self.tm.mem_floor - EPS) * req_m[None, :, None]
+        tok = jt.tput_ok[:, nt] & jt.level_ok[:, None, :, None]  # (J, N, Lg, 2)
+        out = _PerJobStatic(
+            cpg=cpg,
+            mpg=mpg,
+            mem_ok=mem_ok,
+            allowed=np.ascontiguousarray(jt.allowed[:, nt].T),
+            single=np.ascontiguousarray(tok[..., 0].transpose(1, 0, 2)),
+            gang=np.ascontiguousarray(np.any(tok, axis=3).transpose(1, 0, 2)),
+        )
+        self._per_job_cache = (jt, out)
+        return out
+
     def _window_static(
         self,
         jt: JobTable,
@@ -380,6 +438,23 @@ class FeatureBuilder:
             return c[3]
         N, K = node_up.shape[0], window.shape[0]
         w = np.where(slot_ok, window, 0)
+        pj = self._per_job_static(jt, wl)
+        if pj is not None:  # gather the window's rows of the per-job parts (same numbers)
+            cpg, mpg, mem_ok = pj.cpg[:, w], pj.mpg[:, w], pj.mem_ok[:, w]
+            ok_nk = pj.allowed[:, w] & (slot_ok[None, :] & node_up[:, None])  # (N, K)
+            so = slot_ok[None, :, None]
+            out = _WindowStatic(
+                cpg=cpg,
+                mpg=mpg,
+                mem_ok=mem_ok,
+                mem_bad=~mem_ok,
+                not_ok=np.broadcast_to(~ok_nk[:, :, None], cpg.shape),
+                G=jt.gpu_count[w][None, :, :, None, None],
+                single=(pj.single[:, w] & so)[..., None, None],
+                gang=(pj.gang[:, w] & so)[..., None, None],
+            )
+            self._static_cache = (jt, wb, ub, out)
+            return out
         nt = self.node_type
         req_c = wl.cpu_per_gpu[w]  # (K,)
         req_m = wl.mem_per_gpu[w]

@@ -527,8 +527,8 @@ class Simulator:
         N = self.cluster.num_nodes
         per_node = np.bincount(a.node, minlength=N)
         factor = (1.0 - self.tm.node_iota) ** (per_node[a.node] - 1)
-        sh = np.flatnonzero(a.share >= 0)
-        if sh.size:
+        sh = np.flatnonzero(a.share >= 0) if a.share.max() >= 0 else None
+        if sh is not None and sh.size:
             key = a.node[sh] * (int(a.share[sh].max()) + 1) + a.share[sh]
             order = np.argsort(key, kind="stable")
             ks = key[order]
@@ -586,7 +586,8 @@ class Simulator:
         return rate, iso
 
     # ------------------------------------------------------------------ stepping
-    def _signature(self, a: Allocation) -> NDArray[np.uint64]:
+    def _signature(self, a: Allocation, one_per_job: bool = False) -> NDArray[np.uint64]:
+        """Per-job hash of its (node, GPUs) entries, shape (J,) (0 for jobs not placed)."""
         J = self.workload.num_jobs
         if a.size == 0:
             return np.zeros(J, dtype=np.uint64)
@@ -596,7 +597,10 @@ class Simulator:
             h = h * _SIG_A + np.uint64(1)
         # Sum modulo 2^64 is order independent.
         sig = np.zeros(J, dtype=np.uint64)
-        np.add.at(sig, a.job, h)
+        if one_per_job:
+            sig[a.job] = h  # one entry per job: the sum is the entry's hash
+        else:
+            np.add.at(sig, a.job, h)
         return sig
 
     def advance(
@@ -632,7 +636,8 @@ class Simulator:
         running_now = np.zeros(J, dtype=bool)
         running_now[alloc.job] = True
         prev_running = self.status == RUNNING
-        new_sig = self._signature(alloc)
+        one_per_job = alloc.size > 0 and int(np.bincount(alloc.job).max()) == 1
+        new_sig = self._signature(alloc, one_per_job)
 
         # Restarts: a changed placement of a job that ran before, or a resume after preemption.
         started_before = ~np.isnan(self.start_time)
@@ -727,7 +732,10 @@ class Simulator:
         self.run_s[run_idx] += held
         self.attained_gpu_s[run_idx] += held * g_job[run_idx]
         gtype = self.cluster.node_type[alloc.node]
-        np.add.at(self.gpu_s_by_type, (alloc.job, gtype), alloc.gpus * held_full[alloc.job])
+        if one_per_job:  # distinct (job, type) pairs: plain fancy-index addition is exact
+            self.gpu_s_by_type[alloc.job, gtype] += alloc.gpus * held_full[alloc.job]
+        else:
+            np.add.at(self.gpu_s_by_type, (alloc.job, gtype), alloc.gpus * held_full[alloc.job])
         eff = np.where(iso[run_idx] > 0, r / np.where(iso[run_idx] > 0, iso[run_idx], 1.0), 0.0)
         self.effective_gpu_s[run_idx] += (held - busy) * g_job[run_idx] * np.minimum(eff, 1.0)
 

@@ -387,39 +387,43 @@ class FeatureBuilder:
         return np.asarray(np.logical_or.reduceat(x[self.type_perm], self.type_starts, axis=0))
 
     # ------------------------------------------------------------------ masks
-    def _per_job_static(self, jt: JobTable, wl: Workload) -> _PerJobStatic | None:
-        """The node-by-job mask parts that never change in an episode, or None if too large.
+    def _job_static(self, jt: JobTable, wl: Workload, jobs: NDArray[np.int64]) -> _PerJobStatic:
+        """The node-by-job mask parts that never change in an episode, for ``jobs`` (shape (B,)).
 
-        Node-major arrays over every job of the episode (built once per job table), so that a
-        new window only gathers its columns. Same formulas as :meth:`_window_static`, element by
-        element; skipped (None) above :data:`PER_JOB_STATIC_MAX_BYTES`.
+        Returns node-major arrays of shape (N, B, ...) (see :class:`_PerJobStatic`).
+        """
+        nt = self.node_type
+        req_c, req_m = wl.cpu_per_gpu[jobs], wl.mem_per_gpu[jobs]  # (B,)
+        if self.levels.cap_at_node_share:
+            cpg = np.minimum(req_c[None, :], self.cpu_share[:, None])[:, :, None] * self.lc
+            mpg = np.minimum(req_m[None, :], self.mem_share[:, None])[:, :, None] * self.lm
+        else:
+            shape = (nt.shape[0], jobs.shape[0])
+            cpg = np.broadcast_to((req_c[:, None] * self.lc)[None], shape + (self.lc.size,))
+            mpg = np.broadcast_to((req_m[:, None] * self.lm)[None], shape + (self.lm.size,))
+        tok = jt.tput_ok[jobs][:, nt] & jt.level_ok[jobs][:, None, :, None]  # (B, N, Lg, 2)
+        return _PerJobStatic(
+            cpg=cpg,
+            mpg=mpg,
+            mem_ok=mpg >= (self.tm.mem_floor - EPS) * req_m[None, :, None],
+            allowed=np.ascontiguousarray(jt.allowed[jobs][:, nt].T),
+            single=np.ascontiguousarray(tok[..., 0].transpose(1, 0, 2)),
+            gang=np.ascontiguousarray(np.any(tok, axis=3).transpose(1, 0, 2)),
+        )
+
+    def _per_job_static(self, jt: JobTable, wl: Workload) -> _PerJobStatic | None:
+        """:meth:`_job_static` of every job of the episode, built once per job table.
+
+        A new window then only gathers its columns. None (the window's parts are computed
+        directly) above :data:`PER_JOB_STATIC_MAX_BYTES`.
         """
         c = self._per_job_cache
         if c is not None and c[0] is jt:
             return c[1]
         N, J = self.node_type.shape[0], wl.num_jobs
         Lc, Lm, Lg = self.lc.size, self.lm.size, jt.gpu_count.shape[1]
-        if N * J * (8 * (Lc + Lm) + Lm + 1 + 2 * Lg) > PER_JOB_STATIC_MAX_BYTES:
-            self._per_job_cache = (jt, None)
-            return None
-        nt = self.node_type
-        req_c, req_m = wl.cpu_per_gpu, wl.mem_per_gpu  # (J,)
-        if self.levels.cap_at_node_share:
-            cpg = np.minimum(req_c[None, :], self.cpu_share[:, None])[:, :, None] * self.lc
-            mpg = np.minimum(req_m[None, :], self.mem_share[:, None])[:, :, None] * self.lm
-        else:
-            cpg = np.broadcast_to((req_c[:, None] * self.lc)[None], (N, J, Lc)).copy()
-            mpg = np.broadcast_to((req_m[:, None] * self.lm)[None], (N, J, Lm)).copy()
-        mem_ok = mpg >= (self.tm.mem_floor - EPS) * req_m[None, :, None]
-        tok = jt.tput_ok[:, nt] & jt.level_ok[:, None, :, None]  # (J, N, Lg, 2)
-        out = _PerJobStatic(
-            cpg=cpg,
-            mpg=mpg,
-            mem_ok=mem_ok,
-            allowed=np.ascontiguousarray(jt.allowed[:, nt].T),
-            single=np.ascontiguousarray(tok[..., 0].transpose(1, 0, 2)),
-            gang=np.ascontiguousarray(np.any(tok, axis=3).transpose(1, 0, 2)),
-        )
+        small = N * J * (8 * (Lc + Lm) + Lm + 1 + 2 * Lg) <= PER_JOB_STATIC_MAX_BYTES
+        out = self._job_static(jt, wl, np.arange(J)) if small else None
         self._per_job_cache = (jt, out)
         return out
 
@@ -436,37 +440,18 @@ class FeatureBuilder:
         c = self._static_cache  # holds jt itself, so its id cannot be reused while cached
         if c is not None and c[0] is jt and c[1] == wb and c[2] == ub:
             return c[3]
-        N, K = node_up.shape[0], window.shape[0]
-        w = np.where(slot_ok, window, 0)
+        w = np.where(slot_ok, window, 0)  # empty slots read job 0, then are masked out
         pj = self._per_job_static(jt, wl)
-        if pj is not None:  # gather the window's rows of the per-job parts (same numbers)
+        if pj is None:
+            p = self._job_static(jt, wl, w)
+            cpg, mpg, mem_ok, allowed, single, gang = (
+                p.cpg, p.mpg, p.mem_ok, p.allowed, p.single, p.gang
+            )  # fmt: skip
+        else:  # gather the window's columns of the episode table (same numbers)
             cpg, mpg, mem_ok = pj.cpg[:, w], pj.mpg[:, w], pj.mem_ok[:, w]
-            ok_nk = pj.allowed[:, w] & (slot_ok[None, :] & node_up[:, None])  # (N, K)
-            so = slot_ok[None, :, None]
-            out = _WindowStatic(
-                cpg=cpg,
-                mpg=mpg,
-                mem_ok=mem_ok,
-                mem_bad=~mem_ok,
-                not_ok=np.broadcast_to(~ok_nk[:, :, None], cpg.shape),
-                G=jt.gpu_count[w][None, :, :, None, None],
-                single=(pj.single[:, w] & so)[..., None, None],
-                gang=(pj.gang[:, w] & so)[..., None, None],
-            )
-            self._static_cache = (jt, wb, ub, out)
-            return out
-        nt = self.node_type
-        req_c = wl.cpu_per_gpu[w]  # (K,)
-        req_m = wl.mem_per_gpu[w]
-        if self.levels.cap_at_node_share:
-            cpg = np.minimum(req_c, self.cpu_share[:, None])[:, :, None] * self.lc  # (N, K, Lc)
-            mpg = np.minimum(req_m, self.mem_share[:, None])[:, :, None] * self.lm  # (N, K, Lm)
-        else:
-            cpg = np.broadcast_to((req_c[:, None] * self.lc)[None], (N, K, self.lc.size))
-            mpg = np.broadcast_to((req_m[:, None] * self.lm)[None], (N, K, self.lm.size))
-        mem_ok = mpg >= (self.tm.mem_floor - EPS) * req_m[:, None]
-        ok_nk = jt.allowed[w][:, nt].T & (slot_ok[None, :] & node_up[:, None])  # (N, K)
-        tok = jt.tput_ok[w][:, nt] & (jt.level_ok[w] & slot_ok[:, None])[:, None, :, None]
+            allowed, single, gang = pj.allowed[:, w], pj.single[:, w], pj.gang[:, w]
+        ok_nk = allowed & (slot_ok[None, :] & node_up[:, None])  # (N, K)
+        so = slot_ok[None, :, None]
         out = _WindowStatic(
             cpg=cpg,
             mpg=mpg,
@@ -474,8 +459,8 @@ class FeatureBuilder:
             mem_bad=~mem_ok,
             not_ok=np.broadcast_to(~ok_nk[:, :, None], cpg.shape),
             G=jt.gpu_count[w][None, :, :, None, None],  # (1, K, Lg, 1, 1)
-            single=tok[..., 0].transpose(1, 0, 2)[..., None, None],  # (N, K, Lg, 1, 1)
-            gang=np.transpose(np.any(tok, axis=3), (1, 0, 2))[..., None, None],
+            single=(single & so)[..., None, None],  # (N, K, Lg, 1, 1)
+            gang=(gang & so)[..., None, None],
         )
         self._static_cache = (jt, wb, ub, out)
         return out

@@ -1,4 +1,4 @@
-"""Feature builder: the per-job precomputed mask parts give exactly the masks of the direct path."""
+"""Feature builder: masks from the episode's node-by-job table equal those computed per window."""
 
 from __future__ import annotations
 
@@ -12,11 +12,19 @@ from hetsched.envs import ClusterParallelEnv
 from hetsched.envs.testing import masked_random_actions
 
 
+@pytest.mark.parametrize("cap", [True, False])
 @pytest.mark.parametrize("cluster", ["sia_64", "pai_mixed"])
 def test_per_job_static_masks_equal_direct_masks(
-    cluster: str, monkeypatch: pytest.MonkeyPatch
+    cluster: str, cap: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    env = ClusterParallelEnv(cluster, workload="philly", workload_kwargs={"num_jobs": 60}, seed=3)
+    env = ClusterParallelEnv(
+        cluster,
+        workload="philly",
+        workload_kwargs={"num_jobs": 60},
+        seed=3,
+        levels={"cap_at_node_share": cap},
+    )
+    assert env.core.features.levels.cap_at_node_share is cap
     rng = np.random.default_rng(3)
     env.reset(seed=3)
     core = env.core

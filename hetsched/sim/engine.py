@@ -35,7 +35,7 @@ from __future__ import annotations
 import time as _time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -197,6 +197,11 @@ class SimResult:
     lost_gpu_s: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
     failure_restarts: NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
     node_failures: int = 0
+
+
+def _sum_by(job: NDArray[np.int64], x: NDArray[Any], J: int) -> NDArray[np.float64]:
+    """Per entry: the sum of ``x`` over the entries of its job (float64), shape (E,)."""
+    return np.asarray(np.bincount(job, weights=x, minlength=J), dtype=np.float64)[job]
 
 
 class Simulator:
@@ -495,8 +500,16 @@ class Simulator:
                 )
 
     # ------------------------------------------------------------------ rates
-    def _job_layout(self, a: Allocation) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
+    def _one_per_job(self, a: Allocation) -> bool:
+        """Every job of ``a`` has exactly one entry (one node): per-job totals are per entry."""
+        return a.size > 0 and int(np.bincount(a.job).max()) == 1
+
+    def _job_layout(
+        self, a: Allocation, one_per_job: bool = False
+    ) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
         """Per entry: the job's total GPUs and whether the job is spread over extra nodes."""
+        if one_per_job:  # a job on one node is never spread
+            return a.gpus, np.zeros(a.size, dtype=bool)
         J = self.workload.num_jobs
         total = np.bincount(a.job, weights=a.gpus, minlength=J).astype(np.int64)
         n_nodes = np.bincount(a.job, minlength=J)
@@ -506,21 +519,25 @@ class Simulator:
         spread = n_nodes > need
         return total[a.job], spread[a.job]
 
-    def _entry_base_rate(self, a: Allocation) -> NDArray[np.float64]:
-        total, spread = self._job_layout(a)
+    def _entry_base_rate(self, a: Allocation, one_per_job: bool = False) -> NDArray[np.float64]:
+        total, spread = self._job_layout(a, one_per_job)
         k = self.cluster.node_type[a.node]
         return self.tm.isolated(self.workload.model[a.job], k, total, spread)
 
-    def _resource_ratios(self, a: Allocation) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    def _resource_ratios(
+        self, a: Allocation, one_per_job: bool = False
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Per entry: the job's CPU and memory given over requested (per GPU)."""
         wl = self.workload
-        J = wl.num_jobs
-        g = np.bincount(a.job, weights=a.gpus, minlength=J)
-        c = np.bincount(a.job, weights=a.cpus, minlength=J)
-        m = np.bincount(a.job, weights=a.mem, minlength=J)
-        gj = np.maximum(g[a.job], 1.0)
-        cpu_ratio = c[a.job] / (gj * wl.cpu_per_gpu[a.job])
-        mem_ratio = m[a.job] / (gj * wl.mem_per_gpu[a.job])
-        return cpu_ratio, mem_ratio
+        if one_per_job:  # the job's totals are its entry's values
+            g, c, m = a.gpus.astype(np.float64), a.cpus, a.mem
+        else:
+            J = wl.num_jobs
+            g = _sum_by(a.job, a.gpus, J)
+            c = _sum_by(a.job, a.cpus, J)
+            m = _sum_by(a.job, a.mem, J)
+        gj = np.maximum(g, 1.0)
+        return c / (gj * wl.cpu_per_gpu[a.job]), m / (gj * wl.mem_per_gpu[a.job])
 
     def _interference(self, a: Allocation) -> NDArray[np.float64]:
         """Per-entry slowdown factor in (0, 1] from node co-runners and GPU sharing."""
@@ -543,46 +560,37 @@ class Simulator:
                 factor[e2] *= (1.0 - self.tm.pair_iota[m2, m1, k]) * undo
         return np.minimum(factor, 1.0)
 
-    def job_rates(self, a: Allocation) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    def job_rates(
+        self, a: Allocation, one_per_job: bool | None = None
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Progress rate per job (work units/s) and isolated rate, both shape (J,).
 
         The isolated rate excludes interference and the CPU/memory factor (for effective
-        utilisation).
+        utilisation). A job on several nodes runs at its slowest entry's rate.
+
+        Args:
+            a: The allocation.
+            one_per_job: Whether every job has one entry (computed when None); then the per-job
+                reductions are skipped (same numbers).
         """
         J = self.workload.num_jobs
         if a.size == 0:
             return np.zeros(J), np.zeros(J)
-        if np.bincount(a.job, minlength=J).max() == 1:
-            return self._single_node_rates(a)
-        rate = np.full(J, np.inf)
-        iso = np.full(J, np.inf)
-        base = self._entry_base_rate(a)
-        cpu_ratio, mem_ratio = self._resource_ratios(a)
+        one = self._one_per_job(a) if one_per_job is None else one_per_job
+        base = self._entry_base_rate(a, one)
+        cpu_ratio, mem_ratio = self._resource_ratios(a, one)
         phi = self.tm.phi(self.workload.model[a.job], cpu_ratio, mem_ratio)
         entry_rate = base * phi * self._interference(a)
+        if one:
+            rate, iso = np.zeros(J), np.zeros(J)
+            rate[a.job] = entry_rate
+            iso[a.job] = base
+            return rate, iso
+        rate, iso = np.full(J, np.inf), np.full(J, np.inf)
         np.minimum.at(rate, a.job, entry_rate)
         np.minimum.at(iso, a.job, base)
         rate[~np.isfinite(rate)] = 0.0
         iso[~np.isfinite(iso)] = 0.0
-        return rate, iso
-
-    def _single_node_rates(self, a: Allocation) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """:meth:`job_rates` when every job has one entry (the common case; same numbers).
-
-        One entry per job means the job's totals are its entry's values, it is never spread
-        and its rate is its entry's rate, so the per-job reductions drop out.
-        """
-        wl, J = self.workload, self.workload.num_jobs
-        m = wl.model[a.job]
-        base = self.tm.isolated(m, self.cluster.node_type[a.node], a.gpus, False)
-        gj = np.maximum(a.gpus, 1).astype(np.float64)
-        phi = self.tm.phi(
-            m, a.cpus / (gj * wl.cpu_per_gpu[a.job]), a.mem / (gj * wl.mem_per_gpu[a.job])
-        )
-        rate = np.zeros(J)
-        iso = np.zeros(J)
-        rate[a.job] = base * phi * self._interference(a)
-        iso[a.job] = base
         return rate, iso
 
     # ------------------------------------------------------------------ stepping
@@ -629,14 +637,14 @@ class Simulator:
         wl, J = self.workload, self.workload.num_jobs
         t0 = self.time
 
-        rate, iso = self.job_rates(alloc)
+        one_per_job = self._one_per_job(alloc)
+        rate, iso = self.job_rates(alloc, one_per_job)
         ck = self.config.checkpoint
         if ck is not None and ck.interval_s is not None:
             rate = rate * ck.rate_factor
         running_now = np.zeros(J, dtype=bool)
         running_now[alloc.job] = True
         prev_running = self.status == RUNNING
-        one_per_job = alloc.size > 0 and int(np.bincount(alloc.job).max()) == 1
         new_sig = self._signature(alloc, one_per_job)
 
         # Restarts: a changed placement of a job that ran before, or a resume after preemption.

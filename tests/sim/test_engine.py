@@ -311,3 +311,23 @@ def test_invariants_random_instances(inst: tuple, policy: str) -> None:
     for k in ("avg_jct_h", "makespan_h", "gpu_hours", "utilization", "ftf_rho_mean"):
         assert np.isfinite(row[k]) and row[k] >= 0
     assert row["utilization"] <= 1.0 + 1e-9
+
+
+def test_one_entry_per_job_rates_equal_the_general_reduction() -> None:
+    # The fast path (every job on one node) must give exactly the per-job reductions' numbers.
+    tm = make_tm(cpu_alpha=(0.7, 0.0), iota=0.3, node_iota=0.05)
+    rng = np.random.default_rng(0)
+    J = 12
+    wl = make_workload([0] * J, [1e6] * J, [1] * J, model=rng.integers(0, 2, J).tolist())
+    cl = make_cluster([{"gpu_type": "v100", "count": 3, "gpus": 4, "cpus": 32, "mem_gib": 128}])
+    sim = Simulator(cl, wl, tm)
+    jobs = rng.permutation(J)[:10]
+    nodes = np.repeat(np.arange(3), 4)[:10]
+    share = np.where(np.arange(10) < 4, np.arange(10) // 2, -1)  # two shared GPUs on node 0
+    a = Allocation(jobs, nodes, np.ones(10), rng.uniform(1, 8, 10), rng.uniform(8, 40, 10), share)
+    assert sim._one_per_job(a)
+    fast = sim.job_rates(a, one_per_job=True)
+    slow = sim.job_rates(a, one_per_job=False)
+    for f, s in zip(fast, slow, strict=True):
+        np.testing.assert_array_equal(f, s)
+    assert (fast[0][jobs] > 0).all() and (fast[0][np.setdiff1d(np.arange(J), jobs)] == 0).all()

@@ -407,10 +407,19 @@ class EnvCore:
         assert sim is not None
         while not sim.done and not self.any_legal:
             alloc = self.round_allocation()
-            if alloc.size == 0 and not self._future_arrivals():
-                self.stalled = True  # jobs wait that can never be placed
+            if self._stalls(alloc):
                 return
             self._advance(alloc, stats, trusted=True, jump=True)
+
+    def _stalls(self, alloc: Allocation) -> bool:
+        """Set and return :attr:`stalled`: nothing runs, nothing fits, nothing will change.
+
+        With ``alloc`` (this round's allocation) empty, no legal placement and no arrival or node
+        repair to come, the waiting jobs can never be placed.
+        """
+        if alloc.size == 0 and not self.any_legal and not self._future_arrivals():
+            self.stalled = True  # stays set for the rest of the episode
+        return self.stalled
 
     def end_decision(self, placed_any: bool, stats: StepStats) -> None:
         """Close a decision step: advance the round if it is over (see the module docstring)."""
@@ -424,10 +433,7 @@ class EnvCore:
             # (the same boundaries as one round followed by _skip_idle, in one engine call).
             jump = self.cfg.skip_idle and not self.any_legal
             alloc = self.round_allocation()
-            if alloc.size == 0 and not self.any_legal and not self._future_arrivals():
-                # Nothing runs, nothing fits and nothing will change: jobs wait forever (the
-                # same rule as _skip_idle, which only runs with skip_idle on).
-                self.stalled = True
+            if self._stalls(alloc):
                 return
             self._advance(alloc, stats, trusted=True, jump=jump)
             if self.cfg.skip_idle:

@@ -59,6 +59,12 @@ INFO_KEYS: tuple[str, ...] = (
     "action_mask",
 )
 
+#: Positions in :data:`INFO_KEYS` of the per-agent entries, in the order ``_infos`` fills them.
+_AGENT_INFO_POS: tuple[int, ...] = tuple(
+    INFO_KEYS.index(k)
+    for k in ("invalid_action", "conflict", "placed", "num_legal_actions", "action_mask")
+)
+
 
 def reward_parts(stats: StepStats, weights: RewardWeights, z: float) -> dict[str, float]:
     """Weighted reward components of one step (their sum is the team reward)."""
@@ -407,20 +413,16 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
             inv = res.invalid.astype(np.float64).tolist()
             conf = (res.conflict | res.gang_failed).astype(np.float64).tolist()
             gr = res.granted.astype(np.float64).tolist()
-        # INFO_KEYS order: 10 team values, 4 per-agent values, 3 team values, the mask.
-        head = [team[k] for k in INFO_KEYS[:10]]
-        tail = [team[k] for k in INFO_KEYS[14:17]]
-        keys = INFO_KEYS
-        return {
-            a: dict(
-                zip(
-                    keys,
-                    [*head, inv[i], conf[i], gr[i], float(legal[i]), *tail, mask[i]],
-                    strict=True,
-                )
-            )
-            for i, a in enumerate(self.possible_agents)
-        }
+        # Per agent, the team values with the agent's own values written into their places.
+        per_agent = list(zip(inv, conf, gr, [float(x) for x in legal], mask, strict=True))
+        base = [team.get(k) for k in INFO_KEYS]
+        out: dict[str, dict[str, Any]] = {}
+        for a, own in zip(self.possible_agents, per_agent, strict=True):
+            vals = base.copy()
+            for pos, v in zip(_AGENT_INFO_POS, own, strict=True):
+                vals[pos] = v
+            out[a] = dict(zip(INFO_KEYS, vals, strict=True))
+        return out
 
     def state(self) -> NDArray[np.float32]:
         """Global state for centralised critics (flat float32, in ``state_space``)."""

@@ -374,3 +374,17 @@ def test_sia_packed_and_spread_selection() -> None:
     # Total batch above the largest validated batch is dropped.
     big = [bp.Row(1, 4, "4", 32.0, 1.0, 0.0)]
     assert bp.sia_measured("cifar10", "aws", big, val) == ({}, {})
+
+
+def test_integer_count_lookup_equals_the_interpolation(tm: ThroughputModel) -> None:
+    # Integer GPU counts come from a table built once; it must give the interpolation's numbers,
+    # including 0 below 1 GPU and above the largest tabulated count.
+    M, K = tm.num_models, len(tm.gpu_types)
+    m, k, n, s = np.meshgrid(
+        np.arange(M), np.arange(K), np.arange(-1, tm.max_count + 4), [False, True], indexing="ij"
+    )
+    fast = tm.isolated(m, k, n, s)
+    slow = tm.isolated(m, k, n.astype(np.float64), s)  # float counts take the formula
+    np.testing.assert_array_equal(fast, slow)
+    assert (fast[:, :, :2] == 0).all() and (fast[:, :, -3:] == 0).all()
+    assert (fast > 0).any()

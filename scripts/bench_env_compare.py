@@ -1,0 +1,123 @@
+"""Compare env speed and behaviour between a git revision and the working tree, in one run.
+
+Checks out ``--base`` (default ``HEAD``) into a temporary git worktree, then alternates
+``scripts/bench_env.py`` runs between that checkout and the working tree (``--pairs`` pairs, so
+drift of a shared machine hits both sides alike) and prints steps per CPU-second of each run,
+the ratio of each pair and the median ratio. It also computes a behaviour fingerprint on both
+sides: a SHA-256 of the observations, masks, rewards, infos and global states of ``--steps``
+random masked steps of ``hetsched/Cluster-v0`` on ``sia_64`` and ``pai_mixed`` (and of the
+central env), so a speed-up can be shown not to change what the env does.
+
+Usage::
+
+    python scripts/bench_env_compare.py --base 08b477d            # 5 pairs on sia_64
+    python scripts/bench_env_compare.py --base HEAD~3 --pairs 3 --cluster large_2048
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+FINGERPRINT = r"""
+import hashlib, sys
+import numpy as np
+from hetsched.envs import ClusterCentralEnv, ClusterParallelEnv
+from hetsched.envs.testing import masked_random_actions
+steps = int(sys.argv[1])
+h = hashlib.sha256()
+for cl in ["sia_64", "pai_mixed"]:
+    kw = dict(seed=0, max_cycles=10**9, workload="philly", workload_kwargs={"num_jobs": 200})
+    env = ClusterParallelEnv(cl, **kw)
+    rng = np.random.default_rng(0)
+    env.reset(seed=0)
+    agents = env.possible_agents
+    for _ in range(steps):
+        acts = masked_random_actions(env.action_masks(), rng)
+        obs, r, te, tr, inf = env.step(dict(zip(agents, acts.tolist())))
+        for a in agents:
+            h.update(obs[a]["observation"].tobytes())
+            h.update(obs[a]["action_mask"].tobytes())
+            h.update(repr(sorted((k, v) for k, v in inf[a].items() if k != "action_mask")).encode())
+        h.update(repr(r[agents[0]]).encode())
+        h.update(env.state().tobytes())
+        if te[agents[0]] or tr[agents[0]]:
+            env.reset()
+    c = ClusterCentralEnv(cl, **kw)
+    c.reset(seed=0)
+    for _ in range(steps // 2):
+        o, r, te, tr, _ = c.step(int(masked_random_actions(c.action_masks()[None, :], rng)[0]))
+        h.update(o.tobytes())
+        h.update(repr(r).encode())
+        if te or tr:
+            c.reset()
+print(h.hexdigest())
+"""
+
+
+def _run(tree: Path, args: list[str]) -> str:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    out = subprocess.run(
+        [sys.executable, *args], cwd=tree, env=env, capture_output=True, text=True, check=True
+    )
+    return out.stdout
+
+
+def _speed(tree: Path, cluster: str, steps: int) -> float:
+    out = _run(tree, ["scripts/bench_env.py", "--clusters", cluster, "--steps", str(steps)])
+    m = re.search(r"parallel_\S+: .*ma_steps_per_cpu_s=([\d.e+]+)", out)
+    if m is None:
+        raise RuntimeError(f"bench_env.py printed no ma_steps_per_cpu_s:\n{out}")
+    return float(m.group(1))
+
+
+def main() -> None:
+    """Command-line entry point."""
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--base", default="HEAD", help="git revision to compare against")
+    ap.add_argument("--pairs", type=int, default=5)
+    ap.add_argument("--cluster", default="sia_64")
+    ap.add_argument("--steps", type=int, default=3000, help="bench_env.py steps per run")
+    ap.add_argument("--fingerprint-steps", type=int, default=1500)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp) / "base"
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", "-q", str(base), args.base], cwd=ROOT, check=True
+        )
+        try:
+            fp = {
+                name: _run(tree, ["-c", FINGERPRINT, str(args.fingerprint_steps)]).strip()
+                for name, tree in (("base", base), ("work", ROOT))
+            }
+            ratios, b_all, w_all = [], [], []
+            for i in range(args.pairs):
+                b = _speed(base, args.cluster, args.steps)
+                w = _speed(ROOT, args.cluster, args.steps)
+                b_all.append(b)
+                w_all.append(w)
+                ratios.append(w / b)
+                print(f"pair {i + 1}: base {b:.0f}, working tree {w:.0f} steps/CPU-s, {w / b:.2f}x")
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT)
+    print(
+        f"{args.cluster}: base {args.base} {min(b_all):.0f}-{max(b_all):.0f}, working tree "
+        f"{min(w_all):.0f}-{max(w_all):.0f} steps per CPU-second; pair ratios "
+        f"{min(ratios):.2f}-{max(ratios):.2f}x, median {statistics.median(ratios):.2f}x"
+    )
+    same = fp["base"] == fp["work"]
+    print(f"behaviour fingerprint: {'identical' if same else 'DIFFERENT'} ({fp['work'][:16]}...)")
+
+
+if __name__ == "__main__":
+    main()

@@ -59,13 +59,6 @@ INFO_KEYS: tuple[str, ...] = (
     "action_mask",
 )
 
-#: Positions in :data:`INFO_KEYS` of the per-agent entries, in the order ``_infos`` fills them.
-_AGENT_INFO_POS: tuple[int, ...] = tuple(
-    INFO_KEYS.index(k)
-    for k in ("invalid_action", "conflict", "placed", "num_legal_actions", "action_mask")
-)
-
-
 def reward_parts(stats: StepStats, weights: RewardWeights, z: float) -> dict[str, float]:
     """Weighted reward components of one step (their sum is the team reward)."""
     return {
@@ -393,35 +386,37 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
     ) -> dict[str, dict[str, Any]]:
         core = self.core
         mask = core.ma.mask
-        legal = mask.sum(axis=1).tolist()
         assert core.sim is not None
-        team = {
-            **parts,
-            "jobs_in_system_s": float(stats.jobs_s),
-            "rounds_advanced": float(stats.rounds),
-            "placed_jobs": float(stats.placed),
-            "conflicts": float(stats.conflicts),
-            "gang_failed": float(stats.gang_failed),
-            "invalid_actions": float(stats.invalid),
-            "sim_time_s": float(core.sim.time),
-            "decision_step": float(core.decision_step),
-            "stalled": float(core.stalled),
-        }
+        team: dict[str, Any] = dict.fromkeys(INFO_KEYS, 0.0)  # fixes the key order
+        team.update(parts)
+        team["jobs_in_system_s"] = float(stats.jobs_s)
+        team["rounds_advanced"] = float(stats.rounds)
+        team["placed_jobs"] = float(stats.placed)
+        team["conflicts"] = float(stats.conflicts)
+        team["gang_failed"] = float(stats.gang_failed)
+        team["invalid_actions"] = float(stats.invalid)
+        team["sim_time_s"] = float(core.sim.time)
+        team["decision_step"] = float(core.decision_step)
+        team["stalled"] = float(core.stalled)
+        legal = mask.sum(axis=1, dtype=np.float64).tolist()
         if res is None:
             inv = conf = gr = [0.0] * len(legal)
         else:
             inv = res.invalid.astype(np.float64).tolist()
             conf = (res.conflict | res.gang_failed).astype(np.float64).tolist()
             gr = res.granted.astype(np.float64).tolist()
-        # Per agent, the team values with the agent's own values written into their places.
-        per_agent = list(zip(inv, conf, gr, [float(x) for x in legal], mask, strict=True))
-        base = [team.get(k) for k in INFO_KEYS]
+        # Per agent, a copy of the team values with the agent's own entries written in place.
         out: dict[str, dict[str, Any]] = {}
-        for a, own in zip(self.possible_agents, per_agent, strict=True):
-            vals = base.copy()
-            for pos, v in zip(_AGENT_INFO_POS, own, strict=True):
-                vals[pos] = v
-            out[a] = dict(zip(INFO_KEYS, vals, strict=True))
+        for a, i_, c_, g_, n_, m_ in zip(
+            self.possible_agents, inv, conf, gr, legal, mask, strict=True
+        ):
+            d = team.copy()
+            d["invalid_action"] = i_
+            d["conflict"] = c_
+            d["placed"] = g_
+            d["num_legal_actions"] = n_
+            d["action_mask"] = m_
+            out[a] = d
         return out
 
     def state(self) -> NDArray[np.float32]:

@@ -54,6 +54,13 @@ _SIG_A = np.uint64(0x9E3779B97F4A7C15)
 _SIG_B = np.uint64(0xC2B2AE3D27D4EB4F)
 
 
+def _entry_hash(node: NDArray[np.uint64], gpus: NDArray[np.uint64]) -> NDArray[np.uint64]:
+    """Hash of an allocation entry's (node, GPU count) (arrays broadcast; wraps modulo 2^64)."""
+    with np.errstate(over="ignore"):
+        h = ((node + np.uint64(1)) * _SIG_A) ^ ((gpus + np.uint64(7)) * _SIG_B)
+        return np.asarray(h * _SIG_A + np.uint64(1), dtype=np.uint64)
+
+
 @dataclass
 class SimConfig:
     """Engine settings.
@@ -251,6 +258,10 @@ class Simulator:
                 f"{workload.model[i]} but the throughput table has {throughput.num_models} models"
             )
         self._check_fits()
+        # Entry hashes for every (node, GPU count) a valid allocation can hold (see _signature).
+        nodes = np.arange(cluster.num_nodes, dtype=np.uint64)[:, None]
+        counts = np.arange(int(cluster.node_gpus.max()) + 1, dtype=np.uint64)[None, :]
+        self._sig_table = _entry_hash(nodes, counts)
         self.reset()
 
     # ------------------------------------------------------------------ setup
@@ -519,10 +530,16 @@ class Simulator:
         spread = n_nodes > need
         return total[a.job], spread[a.job]
 
-    def _entry_base_rate(self, a: Allocation, one_per_job: bool = False) -> NDArray[np.float64]:
+    def _entry_base_rate(
+        self,
+        a: Allocation,
+        one_per_job: bool = False,
+        model: NDArray[np.int64] | None = None,
+    ) -> NDArray[np.float64]:
         total, spread = self._job_layout(a, one_per_job)
         k = self.cluster.node_type[a.node]
-        return self.tm.isolated(self.workload.model[a.job], k, total, spread)
+        m = self.workload.model[a.job] if model is None else model
+        return self.tm.isolated(m, k, total, spread)
 
     def _resource_ratios(
         self, a: Allocation, one_per_job: bool = False
@@ -577,9 +594,10 @@ class Simulator:
         if a.size == 0:
             return np.zeros(J), np.zeros(J)
         one = self._one_per_job(a) if one_per_job is None else one_per_job
-        base = self._entry_base_rate(a, one)
+        model = self.workload.model[a.job]
+        base = self._entry_base_rate(a, one, model)
         cpu_ratio, mem_ratio = self._resource_ratios(a, one)
-        phi = self.tm.phi(self.workload.model[a.job], cpu_ratio, mem_ratio)
+        phi = self.tm.phi(model, cpu_ratio, mem_ratio)
         entry_rate = base * phi * self._interference(a)
         if one:
             rate, iso = np.zeros(J), np.zeros(J)
@@ -599,10 +617,11 @@ class Simulator:
         J = self.workload.num_jobs
         if a.size == 0:
             return np.zeros(J, dtype=np.uint64)
-        with np.errstate(over="ignore"):
-            h = (a.node.astype(np.uint64) + np.uint64(1)) * _SIG_A
-            h ^= (a.gpus.astype(np.uint64) + np.uint64(7)) * _SIG_B
-            h = h * _SIG_A + np.uint64(1)
+        tab = self._sig_table
+        if int(a.gpus.max()) < tab.shape[1] and int(a.gpus.min()) >= 0:
+            h = tab[a.node, a.gpus]  # the same hashes, precomputed
+        else:
+            h = _entry_hash(a.node.astype(np.uint64), a.gpus.astype(np.uint64))
         # Sum modulo 2^64 is order independent.
         sig = np.zeros(J, dtype=np.uint64)
         if one_per_job:
@@ -771,7 +790,10 @@ class Simulator:
             self.current = alloc
 
         if self.config.record_timeline:
-            busy_gpus = int(alloc.used_gpus_per_node(self.cluster.num_nodes).sum())
+            if alloc.size and int(alloc.share.max()) >= 0:  # a shared GPU group counts once
+                busy_gpus = int(alloc.used_gpus_per_node(self.cluster.num_nodes).sum())
+            else:
+                busy_gpus = int(alloc.gpus.sum())
             by_type = np.bincount(gtype, weights=alloc.gpus, minlength=self.gpu_s_by_type.shape[1])[
                 self._types_present
             ]
@@ -796,8 +818,11 @@ class Simulator:
         self.round_index += n_rounds
         while self._active_lo < J and self.status[self._active_lo] == DONE:
             self._active_lo += 1
+        admitted_before = self._next_arrival
         self._admit()
-        if self._num_active() == 0 and self._next_arrival < J:
+        # Active jobs now: those active at t0 less the finished ones, plus the new arrivals.
+        n_active = active.size - fin_idx.size + (self._next_arrival - admitted_before)
+        if n_active == 0 and self._next_arrival < J:
             self.time = max(self.time, float(wl.arrival[self._next_arrival]))
             self._admit()
         self._update_nodes()

@@ -131,6 +131,14 @@ class ThroughputModel:
             raise HetschedError(
                 f"throughput table count_levels must be 1, 2, 4, ...; got {self.count_levels}"
             )
+        for name in ("cpu_alpha", "cpu_ceiling"):
+            v = getattr(self, name)
+            if np.any(~np.isfinite(v)) or np.any(v < 0):
+                i = int(np.flatnonzero(~np.isfinite(v) | (v < 0))[0])
+                raise HetschedError(
+                    f"throughput table field {name!r}: model {self.models[i]!r} has {v[i]}; "
+                    "it must be finite and >= 0"
+                )
         if np.any(~np.isfinite(self.tput)) or np.any(self.tput < 0):
             raise HetschedError("throughput table has negative or non-finite throughputs")
         self._model_index = {name: i for i, name in enumerate(self.models)}
@@ -249,11 +257,9 @@ class ThroughputModel:
         m = np.asarray(model)
         c = np.maximum(np.asarray(cpu_ratio, dtype=np.float64), 0.0)
         g = np.asarray(mem_ratio, dtype=np.float64)
-        alpha = self.cpu_alpha[m]
-        pos = c > 0  # the base of the power is positive, so no divide warning can arise
-        phi_cpu = np.where(pos, np.power(np.where(pos, c, 1.0), alpha), 0.0)
-        phi_cpu = np.where(alpha == 0, 1.0, phi_cpu)
-        phi_cpu = np.minimum(phi_cpu, self.cpu_ceiling[m])
+        # c >= 0 and alpha >= 0 (checked at construction): c**alpha is 0 at c = 0 when alpha > 0
+        # and 1 wherever alpha = 0 (0**0 = 1), with no warning.
+        phi_cpu = np.minimum(np.power(c, self.cpu_alpha[m]), self.cpu_ceiling[m])
         span = max(1.0 - self.mem_floor, 1e-9)
         phi_mem = np.where(
             g >= 1.0,

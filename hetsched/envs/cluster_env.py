@@ -59,6 +59,7 @@ INFO_KEYS: tuple[str, ...] = (
     "action_mask",
 )
 
+
 def reward_parts(stats: StepStats, weights: RewardWeights, z: float) -> dict[str, float]:
     """Weighted reward components of one step (their sum is the team reward)."""
     return {

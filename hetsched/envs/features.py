@@ -286,34 +286,36 @@ class MaskArrays:
 
 @dataclass
 class _WindowStatic:
-    """Mask inputs fixed by the window and the up nodes (see :meth:`FeatureBuilder.masks`)."""
+    """Mask inputs fixed by the window and the up nodes (see :meth:`FeatureBuilder.masks`).
 
-    cpg: NDArray[np.float64]
-    mpg: NDArray[np.float64]
-    mem_ok: NDArray[np.bool_]
-    mem_bad: NDArray[np.bool_]
-    not_ok: NDArray[np.bool_]
-    G: NDArray[np.int64]
-    single: NDArray[np.bool_]
-    gang: NDArray[np.bool_]
+    ``A1 = L_g L_c L_m`` is the number of level combinations, in the action codec's order.
+    """
+
+    cpg: NDArray[np.float64]  # (N, K, L_c) CPU cores per GPU
+    mpg: NDArray[np.float64]  # (N, K, L_m) GiB per GPU
+    mem_ok: NDArray[np.bool_]  # (N, K, L_m)
+    mem_bad: NDArray[np.bool_]  # (N, K, L_m)
+    not_ok: NDArray[np.bool_]  # (N, K, L_c): node may not host the slot's job
+    G: NDArray[np.float64]  # (K, A1) GPUs at each level combination
+    single: NDArray[np.bool_]  # (N, K, A1) positive throughput packed on the node's type
+    gang: NDArray[np.bool_]  # (N, K, A1) positive throughput packed or spread
 
 
 @dataclass
 class _PerJobStatic:
-    """Node-major mask parts of every job of an episode, shape (N, J, ...) each.
+    """Mask parts of a set of B jobs, packed so that a window gathers them in three takes.
 
-    ``cpg``/``mpg``: CPU cores / GiB per GPU at each CPU / memory level (N, J, L_c) / (N, J, L_m);
-    ``mem_ok``: memory level above the job's floor (N, J, L_m); ``allowed``: GPU-type constraint
-    admits the node (N, J); ``single``/``gang``: positive throughput on the node's type at each GPU
-    level, packed / packed or spread, for distinct legal levels (N, J, L_g).
+    ``f``: float parts, node-major, shape (N, B, L_c + L_m): CPU cores per GPU at each CPU level,
+    then GiB per GPU at each memory level. ``b``: boolean parts, node-major, shape
+    (N, B, L_m + 1 + 2 A1) with ``A1 = L_g L_c L_m``: memory level above the job's floor (L_m);
+    GPU-type constraint admits the node (1); positive throughput on the node's type at each level
+    combination packed (A1), then packed or spread (A1), for distinct legal GPU levels.
+    ``g``: GPUs at each level combination, job-major, shape (B, A1).
     """
 
-    cpg: NDArray[np.float64]
-    mpg: NDArray[np.float64]
-    mem_ok: NDArray[np.bool_]
-    allowed: NDArray[np.bool_]
-    single: NDArray[np.bool_]
-    gang: NDArray[np.bool_]
+    f: NDArray[np.float64]
+    b: NDArray[np.bool_]
+    g: NDArray[np.float64]
 
 
 class FeatureBuilder:
@@ -366,9 +368,17 @@ class FeatureBuilder:
         self.lc = np.asarray(levels.cpu, dtype=np.float64)
         self.lm = np.asarray(levels.mem, dtype=np.float64)
         self.one = levels.one_index
+        sizes = levels.sizes
+        #: GPU level of each (GPU, CPU, memory) level combination, in the action codec's order.
+        self.lg_of = np.repeat(np.arange(sizes[0]), sizes[1] * sizes[2])
+        self.one_flat = int(np.ravel_multi_index(self.one, sizes))
         self.num_gpus = float(cluster.num_gpus)
         self._keep_factor = 1.0 - tm.node_iota
         self._static_cache: tuple[JobTable, bytes, bytes, _WindowStatic] | None = None
+        # Window features that depend only on the window: (jt, window bytes, common, per-node).
+        self._win_cache: tuple[JobTable, bytes, NDArray[np.float64], NDArray[np.float64]] | None = (
+            None
+        )
         self._per_job_cache: tuple[JobTable, _PerJobStatic | None] | None = None
         # Per-type sums without BLAS (tiny matmuls would wake OpenBLAS threads): nodes sorted
         # by type, one reduceat segment per present type, in ascending catalogue order.
@@ -388,10 +398,7 @@ class FeatureBuilder:
 
     # ------------------------------------------------------------------ masks
     def _job_static(self, jt: JobTable, wl: Workload, jobs: NDArray[np.int64]) -> _PerJobStatic:
-        """The node-by-job mask parts that never change in an episode, for ``jobs`` (shape (B,)).
-
-        Returns node-major arrays of shape (N, B, ...) (see :class:`_PerJobStatic`).
-        """
+        """The node-by-job mask parts that never change in an episode, for ``jobs`` (shape (B,))."""
         nt = self.node_type
         req_c, req_m = wl.cpu_per_gpu[jobs], wl.mem_per_gpu[jobs]  # (B,)
         if self.levels.cap_at_node_share:
@@ -402,13 +409,14 @@ class FeatureBuilder:
             cpg = np.broadcast_to((req_c[:, None] * self.lc)[None], shape + (self.lc.size,))
             mpg = np.broadcast_to((req_m[:, None] * self.lm)[None], shape + (self.lm.size,))
         tok = jt.tput_ok[jobs][:, nt] & jt.level_ok[jobs][:, None, :, None]  # (B, N, Lg, 2)
+        mem_ok = mpg >= (self.tm.mem_floor - EPS) * req_m[None, :, None]
+        allowed = jt.allowed[jobs][:, nt].T[:, :, None]  # (N, B, 1)
+        single = tok[..., 0].transpose(1, 0, 2)[:, :, self.lg_of]  # (N, B, A1)
+        gang = np.any(tok, axis=3).transpose(1, 0, 2)[:, :, self.lg_of]
         return _PerJobStatic(
-            cpg=cpg,
-            mpg=mpg,
-            mem_ok=mpg >= (self.tm.mem_floor - EPS) * req_m[None, :, None],
-            allowed=np.ascontiguousarray(jt.allowed[jobs][:, nt].T),
-            single=np.ascontiguousarray(tok[..., 0].transpose(1, 0, 2)),
-            gang=np.ascontiguousarray(np.any(tok, axis=3).transpose(1, 0, 2)),
+            f=np.concatenate([cpg, mpg], axis=2),
+            b=np.concatenate([mem_ok, allowed, single, gang], axis=2),
+            g=jt.gpu_count[jobs][:, self.lg_of].astype(np.float64),
         )
 
     def _per_job_static(self, jt: JobTable, wl: Workload) -> _PerJobStatic | None:
@@ -422,7 +430,8 @@ class FeatureBuilder:
             return c[1]
         N, J = self.node_type.shape[0], wl.num_jobs
         Lc, Lm, Lg = self.lc.size, self.lm.size, jt.gpu_count.shape[1]
-        small = N * J * (8 * (Lc + Lm) + Lm + 1 + 2 * Lg) <= PER_JOB_STATIC_MAX_BYTES
+        A1 = Lg * Lc * Lm
+        small = N * J * (8 * (Lc + Lm) + Lm + 1 + 2 * A1) + 8 * J * A1 <= PER_JOB_STATIC_MAX_BYTES
         out = self._job_static(jt, wl, np.arange(J)) if small else None
         self._per_job_cache = (jt, out)
         return out
@@ -444,23 +453,22 @@ class FeatureBuilder:
         pj = self._per_job_static(jt, wl)
         if pj is None:
             p = self._job_static(jt, wl, w)
-            cpg, mpg, mem_ok, allowed, single, gang = (
-                p.cpg, p.mpg, p.mem_ok, p.allowed, p.single, p.gang
-            )  # fmt: skip
+            f, b, g = p.f, p.b, p.g
         else:  # gather the window's columns of the episode table (same numbers)
-            cpg, mpg, mem_ok = pj.cpg[:, w], pj.mpg[:, w], pj.mem_ok[:, w]
-            allowed, single, gang = pj.allowed[:, w], pj.single[:, w], pj.gang[:, w]
-        ok_nk = allowed & (slot_ok[None, :] & node_up[:, None])  # (N, K)
+            f, b, g = pj.f[:, w], pj.b[:, w], pj.g[w]
+        Lc, Lm, A1 = self.lc.size, self.lm.size, self.lg_of.size
+        mem_ok = b[:, :, :Lm]
+        ok_nk = b[:, :, Lm] & (slot_ok[None, :] & node_up[:, None])  # (N, K)
         so = slot_ok[None, :, None]
         out = _WindowStatic(
-            cpg=cpg,
-            mpg=mpg,
+            cpg=f[:, :, :Lc],
+            mpg=f[:, :, Lc:],
             mem_ok=mem_ok,
             mem_bad=~mem_ok,
-            not_ok=np.broadcast_to(~ok_nk[:, :, None], cpg.shape),
-            G=jt.gpu_count[w][None, :, :, None, None],  # (1, K, Lg, 1, 1)
-            single=(single & so)[..., None, None],  # (N, K, Lg, 1, 1)
-            gang=(gang & so)[..., None, None],
+            not_ok=np.broadcast_to(~ok_nk[:, :, None], (ok_nk.shape[0], ok_nk.shape[1], Lc)),
+            G=g,
+            single=b[:, :, Lm + 1 : Lm + 1 + A1] & so,
+            gang=b[:, :, Lm + 1 + A1 :] & so,
         )
         self._static_cache = (jt, wb, ub, out)
         return out
@@ -491,32 +499,37 @@ class FeatureBuilder:
         N = free_g.shape[0]
         K = window.shape[0]
         st = self._window_static(jt, wl, window, slot_ok, node_up)
-        cpg, mpg, mem_ok, G, t_single, t_gang = st.cpg, st.mpg, st.mem_ok, st.G, st.single, st.gang
+        cpg, mpg, G, t_single, t_gang = st.cpg, st.mpg, st.G, st.single, st.gang
+        Lc, Lm, A1 = cpg.shape[2], mpg.shape[2], G.shape[1]
         cap_c = np.floor(free_c[:, None, None] / cpg + EPS)
         cap_m = np.floor(free_m[:, None, None] / mpg + EPS)
         cap_m[st.mem_bad] = 0.0
         cap_c[st.not_ok] = 0.0
-        cap = np.minimum(cap_c[:, :, :, None], cap_m[:, :, None, :])
-        np.minimum(cap, free_g[:, None, None, None], out=cap)  # (N, K, Lc, Lm)
-        capb = cap[:, :, None]  # (N, K, 1, Lc, Lm)
-        fits = capb >= G
+        np.minimum(cap_c, free_g[:, None, None], out=cap_c)
+        # GPUs that fit at each (CPU, memory) level pair, then repeated over the GPU levels so
+        # that every array below is (N, K, A1) in the codec's action order.
+        cap2 = np.minimum(cap_c[:, :, :, None], cap_m[:, :, None, :]).reshape(N, K, 1, Lc * Lm)
+        tcap2 = self.per_type_sum(cap2)[self.node_group]  # capacity of the node's type
+        rep = (N, K, A1 // (Lc * Lm), Lc * Lm)
+        cap = np.broadcast_to(cap2, rep).reshape(N, K, A1)
+        fits = cap >= G
         single = fits & t_single
-        type_cap = self.per_type_sum(cap)[self.node_group]  # capacity of the node's type
-        gang_ok = (capb >= 1.0) & (type_cap[:, :, None] >= G) & t_gang
+        gang_ok = (cap >= 1.0) & (np.broadcast_to(tcap2, rep).reshape(N, K, A1) >= G) & t_gang
         legal = np.where(fits, t_single, gang_ok)
-        mask = np.empty((N, 1 + legal[0].size), dtype=np.int8)
+        mask = np.empty((N, 1 + K * A1), dtype=np.int8)
         mask[:, 0] = 1
         mask[:, 1:] = legal.reshape(N, -1)
-        g1, c1, m1 = self.one
+        Lg = A1 // (Lc * Lm)
+        shape5 = (N, K, Lg, Lc, Lm)
         return MaskArrays(
             mask=mask,
-            legal=legal,
-            single=single,
+            legal=legal.reshape(shape5),
+            single=single.reshape(shape5),
             cpu_per_gpu=cpg,
             mem_per_gpu=mpg,
-            mem_ok=mem_ok,
-            fits_any=np.asarray(np.any(mask[:, 1:].reshape(N, K, -1), axis=2), dtype=bool),
-            fits_one=single[:, :, g1, c1, m1],
+            mem_ok=st.mem_ok,
+            fits_any=legal.any(axis=2),
+            fits_one=single[:, :, self.one_flat],
         )
 
     # ------------------------------------------------------------------ observations
@@ -600,6 +613,37 @@ class FeatureBuilder:
         out[:, T + 7 :] = resident.reshape(N, -1)
         return out
 
+    def _window_fixed(
+        self, jt: JobTable, wl: Workload, window: NDArray[np.int64], slot_ok: NDArray[np.bool_]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """The window features fixed by the window alone (cached for the last window).
+
+        Returns:
+            The common columns ``[present, static...]`` (K, 1 + S) and the node-specific columns
+            ``[cpu, memory, relative throughput, allowed]`` (N, K, 4), zero on empty slots.
+        """
+        wb = window.tobytes()
+        c = self._win_cache  # holds jt itself, so its id cannot be reused while cached
+        if c is not None and c[0] is jt and c[1] == wb:
+            return c[2], c[3]
+        w = np.where(slot_ok, window, 0)
+        S = jt.static.shape[1]
+        common = np.empty((w.shape[0], S + 1))
+        common[:, 0] = 1.0
+        common[:, 1:] = jt.static[w]
+        common *= slot_ok[:, None]
+        nt = self.node_type
+        rc = wl.cpu_per_gpu[w][None, :] / self.cpu_share[:, None]
+        rm = wl.mem_per_gpu[w][None, :] / self.mem_share[:, None]
+        node = np.empty((nt.shape[0], w.shape[0], 4))
+        node[:, :, 0] = rc / (1.0 + rc)
+        node[:, :, 1] = rm / (1.0 + rm)
+        node[:, :, 2] = jt.rel_tput[w][:, nt].T
+        node[:, :, 3] = jt.allowed[w][:, nt].T
+        node *= slot_ok[None, :, None]
+        self._win_cache = (jt, wb, common, node)
+        return common, node
+
     def window_common(
         self,
         jt: JobTable,
@@ -611,17 +655,17 @@ class FeatureBuilder:
         attained: NDArray[np.float64],
     ) -> NDArray[np.float64]:
         """Node-independent window features, shape (K, job_common_dim)."""
+        fixed = self._window_fixed(jt, wl, window, slot_ok)[0]
         w = np.where(slot_ok, window, 0)
         best = jt.best_tput[w]
         rem_s = np.where(best > 0, remaining[w] / np.where(best > 0, best, 1.0), 0.0)
-        S = jt.static.shape[1]
-        out = np.empty((w.shape[0], S + 4))
-        out[:, 0] = 1.0
-        out[:, 1 : S + 1] = jt.static[w]
-        out[:, S + 1] = squash(now - wl.arrival[w], HOUR)
-        out[:, S + 2] = squash(attained[w], HOUR)
-        out[:, S + 3] = squash(rem_s, HOUR)
-        out *= slot_ok[:, None]
+        S1 = fixed.shape[1]
+        out = np.empty((w.shape[0], S1 + 3))
+        out[:, :S1] = fixed
+        out[:, S1] = squash(now - wl.arrival[w], HOUR)
+        out[:, S1 + 1] = squash(attained[w], HOUR)
+        out[:, S1 + 2] = squash(rem_s, HOUR)
+        out[:, S1:] *= slot_ok[:, None]
         return out
 
     def window_node(
@@ -633,20 +677,11 @@ class FeatureBuilder:
         ma: MaskArrays,
     ) -> NDArray[np.float64]:
         """Node-specific window features, shape (N, K, 6)."""
-        w = np.where(slot_ok, window, 0)
-        nt = self.node_type
-        rc = wl.cpu_per_gpu[w][None, :] / self.cpu_share[:, None]
-        rm = wl.mem_per_gpu[w][None, :] / self.mem_share[:, None]
-        rel = jt.rel_tput[w][:, nt].T  # (N, K)
-        allowed = jt.allowed[w][:, nt].T
-        out = np.empty(rel.shape + (6,))
-        out[:, :, 0] = rc / (1.0 + rc)
-        out[:, :, 1] = rm / (1.0 + rm)
-        out[:, :, 2] = rel
-        out[:, :, 3] = allowed
-        out[:, :, 4] = ma.fits_any
+        fixed = self._window_fixed(jt, wl, window, slot_ok)[1]
+        out = np.empty(fixed.shape[:2] + (6,))
+        out[:, :, :4] = fixed
+        out[:, :, 4] = ma.fits_any  # both are False on empty slots
         out[:, :, 5] = ma.fits_one
-        out *= slot_ok[None, :, None]
         return out
 
     def global_block(

@@ -42,6 +42,7 @@ the time between a job's arrival and its admission at the next round boundary), 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -221,7 +222,8 @@ class EnvCore:
                 self.free_g = np.where(up, self.free_g, 0)
                 self.free_c = np.where(up, self.free_c, 0.0)
                 self.free_m = np.where(up, self.free_m, 0.0)
-        self._new: list[tuple[int, int, int, float, float]] = []
+        # Entries placed this round: (jobs, nodes, gpus, cpus, mem) arrays per placement.
+        self._new: list[tuple[NDArray[Any], ...]] = []
         self._placed[:] = False
         # Resident-slot features, kept up to date incrementally as jobs are placed.
         R = self.cfg.resident_slots
@@ -261,16 +263,7 @@ class EnvCore:
         self.free_g[nodes] -= gpus
         self.free_c[nodes] -= cpus
         self.free_m[nodes] -= mem
-        self._new.extend(
-            zip(
-                jobs.tolist(),
-                nodes.tolist(),
-                gpus.tolist(),
-                cpus.tolist(),
-                mem.tolist(),
-                strict=True,
-            )
-        )
+        self._new.append((jobs, nodes, gpus, cpus, mem))
         rank = self._count[nodes]
         self._count[nodes] += 1
         k = rank < self.cfg.resident_slots
@@ -312,8 +305,10 @@ class EnvCore:
         if jobs.size == 0:
             return False
         assert self.jt is not None
-        g = np.where(self.jt.level_ok[jobs], self.jt.gpu_count[jobs], 1 << 30).min()
-        up_free = np.where(self.node_up, self.free_g, 0)
+        g = int(self.jt.min_gpus[jobs].min())
+        up_free = self.free_g if self.failures is None else np.where(self.node_up, self.free_g, 0)
+        if int(up_free.max()) >= g:  # one node alone has room (the common case)
+            return True
         per_type = np.bincount(self.cluster.node_type, weights=up_free, minlength=NUM_TYPES)
         return bool(per_type.max() >= g)
 
@@ -347,7 +342,13 @@ class EnvCore:
 
     def round_allocation(self) -> Allocation:
         """Running jobs plus everything placed so far this round."""
-        return Allocation.concat([self._cur, Allocation.from_entries(self._new)])
+        if not self._new:
+            return self._cur
+        parts = [self._cur.job, self._cur.node, self._cur.gpus, self._cur.cpus, self._cur.mem]
+        cols = [np.concatenate([p, *(e[i] for e in self._new)]) for i, p in enumerate(parts)]
+        share = np.full(cols[0].shape[0], -1, dtype=np.int64)
+        share[: self._cur.size] = self._cur.share
+        return Allocation(*cols, share)
 
     def _future_arrivals(self) -> bool:
         """A job still arrives, or a down node comes back (so waiting jobs may run later)."""

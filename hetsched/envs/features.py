@@ -159,6 +159,7 @@ class JobTable:
         best_tput: That fastest throughput, work units/s, shape (J,).
         allowed: Allowed GPU types, shape (J, T).
         arrival_cumsum: Prefix sums of arrivals, shape (J + 1,).
+        min_gpus: Fewest GPUs at any legal level (``2**30`` if none), shape (J,).
     """
 
     static: NDArray[np.float64]
@@ -169,6 +170,7 @@ class JobTable:
     best_tput: NDArray[np.float64]
     allowed: NDArray[np.bool_]
     arrival_cumsum: NDArray[np.float64]
+    min_gpus: NDArray[np.int64]
 
 
 def gpu_level_counts(
@@ -253,6 +255,7 @@ def build_job_table(
         best_tput=best,
         allowed=wl.allowed_types.copy(),
         arrival_cumsum=cs,
+        min_gpus=np.where(ok, count, 1 << 30).min(axis=1),
     )
 
 
@@ -294,8 +297,8 @@ class _WindowStatic:
     cpg: NDArray[np.float64]  # (N, K, L_c) CPU cores per GPU
     mpg: NDArray[np.float64]  # (N, K, L_m) GiB per GPU
     mem_ok: NDArray[np.bool_]  # (N, K, L_m)
-    mem_bad: NDArray[np.bool_]  # (N, K, L_m)
-    not_ok: NDArray[np.bool_]  # (N, K, L_c): node may not host the slot's job
+    mem_okf: NDArray[np.float64]  # (N, K, L_m) mem_ok as 0/1
+    okf: NDArray[np.float64]  # (N, K, 1) 1 where the node may host the slot's job, else 0
     G: NDArray[np.float64]  # (K, A1) GPUs at each level combination
     single: NDArray[np.bool_]  # (N, K, A1) positive throughput packed on the node's type
     gang: NDArray[np.bool_]  # (N, K, A1) positive throughput packed or spread
@@ -310,12 +313,17 @@ class _PerJobStatic:
     (N, B, L_m + 1 + 2 A1) with ``A1 = L_g L_c L_m``: memory level above the job's floor (L_m);
     GPU-type constraint admits the node (1); positive throughput on the node's type at each level
     combination packed (A1), then packed or spread (A1), for distinct legal GPU levels.
-    ``g``: GPUs at each level combination, job-major, shape (B, A1).
+    ``g``: GPUs at each level combination, job-major, shape (B, A1). ``o``: the node-specific
+    window features fixed by the job (CPU and memory request against the node's share, squashed;
+    relative throughput on the node's type; type allowed), node-major, shape (N, B, 4). ``c``: the
+    common window features fixed by the job (``[1, static...]``), job-major, shape (B, 1 + S).
     """
 
     f: NDArray[np.float64]
     b: NDArray[np.bool_]
     g: NDArray[np.float64]
+    o: NDArray[np.float64]
+    c: NDArray[np.float64]
 
 
 class FeatureBuilder:
@@ -413,10 +421,22 @@ class FeatureBuilder:
         allowed = jt.allowed[jobs][:, nt].T[:, :, None]  # (N, B, 1)
         single = tok[..., 0].transpose(1, 0, 2)[:, :, self.lg_of]  # (N, B, A1)
         gang = np.any(tok, axis=3).transpose(1, 0, 2)[:, :, self.lg_of]
+        rc = req_c[None, :] / self.cpu_share[:, None]
+        rm = req_m[None, :] / self.mem_share[:, None]
+        o = np.empty((nt.shape[0], jobs.shape[0], 4))
+        o[:, :, 0] = rc / (1.0 + rc)
+        o[:, :, 1] = rm / (1.0 + rm)
+        o[:, :, 2] = jt.rel_tput[jobs][:, nt].T
+        o[:, :, 3] = allowed[:, :, 0]
+        c = np.empty((jobs.shape[0], 1 + jt.static.shape[1]))
+        c[:, 0] = 1.0
+        c[:, 1:] = jt.static[jobs]
         return _PerJobStatic(
             f=np.concatenate([cpg, mpg], axis=2),
             b=np.concatenate([mem_ok, allowed, single, gang], axis=2),
             g=jt.gpu_count[jobs][:, self.lg_of].astype(np.float64),
+            o=o,
+            c=c,
         )
 
     def _per_job_static(self, jt: JobTable, wl: Workload) -> _PerJobStatic | None:
@@ -431,7 +451,8 @@ class FeatureBuilder:
         N, J = self.node_type.shape[0], wl.num_jobs
         Lc, Lm, Lg = self.lc.size, self.lm.size, jt.gpu_count.shape[1]
         A1 = Lg * Lc * Lm
-        small = N * J * (8 * (Lc + Lm) + Lm + 1 + 2 * A1) + 8 * J * A1 <= PER_JOB_STATIC_MAX_BYTES
+        per_job = N * (8 * (Lc + Lm + 4) + Lm + 1 + 2 * A1) + 8 * (A1 + 1 + jt.static.shape[1])
+        small = J * per_job <= PER_JOB_STATIC_MAX_BYTES
         out = self._job_static(jt, wl, np.arange(J)) if small else None
         self._per_job_cache = (jt, out)
         return out
@@ -458,14 +479,16 @@ class FeatureBuilder:
             f, b, g = pj.f[:, w], pj.b[:, w], pj.g[w]
         Lc, Lm, A1 = self.lc.size, self.lm.size, self.lg_of.size
         mem_ok = b[:, :, :Lm]
-        ok_nk = b[:, :, Lm] & (slot_ok[None, :] & node_up[:, None])  # (N, K)
+        ok_nk = b[:, :, Lm : Lm + 1] & slot_ok[None, :, None]  # (N, K, 1)
+        if not node_up.all():
+            ok_nk &= node_up[:, None, None]
         so = slot_ok[None, :, None]
         out = _WindowStatic(
             cpg=f[:, :, :Lc],
-            mpg=f[:, :, Lc:],
+            mpg=f[:, :, Lc : Lc + Lm],
             mem_ok=mem_ok,
-            mem_bad=~mem_ok,
-            not_ok=np.broadcast_to(~ok_nk[:, :, None], (ok_nk.shape[0], ok_nk.shape[1], Lc)),
+            mem_okf=mem_ok.astype(np.float64),
+            okf=ok_nk.astype(np.float64),
             G=g,
             single=b[:, :, Lm + 1 : Lm + 1 + A1] & so,
             gang=b[:, :, Lm + 1 + A1 :] & so,
@@ -501,11 +524,12 @@ class FeatureBuilder:
         st = self._window_static(jt, wl, window, slot_ok, node_up)
         cpg, mpg, G, t_single, t_gang = st.cpg, st.mpg, st.G, st.single, st.gang
         Lc, Lm, A1 = cpg.shape[2], mpg.shape[2], G.shape[1]
+        # Capacities are finite and >= 0, so multiplying by a 0/1 factor zeroes exactly.
         cap_c = np.floor(free_c[:, None, None] / cpg + EPS)
-        cap_m = np.floor(free_m[:, None, None] / mpg + EPS)
-        cap_m[st.mem_bad] = 0.0
-        cap_c[st.not_ok] = 0.0
         np.minimum(cap_c, free_g[:, None, None], out=cap_c)
+        cap_c *= st.okf
+        cap_m = np.floor(free_m[:, None, None] / mpg + EPS)
+        cap_m *= st.mem_okf
         # GPUs that fit at each (CPU, memory) level pair, then repeated over the GPU levels so
         # that every array below is (N, K, A1) in the codec's action order.
         cap2 = np.minimum(cap_c[:, :, :, None], cap_m[:, :, None, :]).reshape(N, K, 1, Lc * Lm)
@@ -627,20 +651,14 @@ class FeatureBuilder:
         if c is not None and c[0] is jt and c[1] == wb:
             return c[2], c[3]
         w = np.where(slot_ok, window, 0)
-        S = jt.static.shape[1]
-        common = np.empty((w.shape[0], S + 1))
-        common[:, 0] = 1.0
-        common[:, 1:] = jt.static[w]
-        common *= slot_ok[:, None]
-        nt = self.node_type
-        rc = wl.cpu_per_gpu[w][None, :] / self.cpu_share[:, None]
-        rm = wl.mem_per_gpu[w][None, :] / self.mem_share[:, None]
-        node = np.empty((nt.shape[0], w.shape[0], 4))
-        node[:, :, 0] = rc / (1.0 + rc)
-        node[:, :, 1] = rm / (1.0 + rm)
-        node[:, :, 2] = jt.rel_tput[w][:, nt].T
-        node[:, :, 3] = jt.allowed[w][:, nt].T
-        node *= slot_ok[None, :, None]
+        pj = self._per_job_static(jt, wl)
+        if pj is None:
+            p = self._job_static(jt, wl, w)
+            common, node = p.c, p.o
+        else:
+            common, node = pj.c[w], pj.o[:, w]
+        common = common * slot_ok[:, None]
+        node = node * slot_ok[None, :, None]
         self._win_cache = (jt, wb, common, node)
         return common, node
 

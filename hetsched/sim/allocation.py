@@ -114,6 +114,8 @@ class Allocation:
         """GPUs in use per node, counting a space-shared group once, shape (num_nodes,)."""
         if self.size == 0:
             return np.zeros(num_nodes, dtype=np.int64)
+        if int(self.share.max()) < 0:  # no space sharing (the common case)
+            return np.bincount(self.node, weights=self.gpus, minlength=num_nodes).astype(np.int64)
         excl = self.share < 0
         used = np.bincount(self.node[excl], weights=self.gpus[excl], minlength=num_nodes).astype(
             np.float64

@@ -225,23 +225,10 @@ class EnvCore:
         # Entries placed this round: (jobs, nodes, gpus, cpus, mem) arrays per placement.
         self._new: list[tuple[NDArray[Any], ...]] = []
         self._placed[:] = False
-        # Resident-slot features, kept up to date incrementally as jobs are placed.
-        R = self.cfg.resident_slots
+        # Entries per node this round (resident-slot features are built when observed).
         self._count = np.bincount(cur.node, minlength=N).astype(np.int64)
-        self._res = np.zeros((N, R, self.layout.res_dim))
         self._n_cur_jobs = len(set(cur.job.tolist()))  # distinct running jobs
         self._n_new_jobs = 0
-        if cur.size:
-            order = np.argsort(cur.node, kind="stable")
-            ns = cur.node[order]
-            rank = np.arange(ns.shape[0]) - np.searchsorted(ns, ns, side="left")
-            keep = rank < R
-            e = order[keep]
-            rows = self.features.entry_features(
-                wl, cur.job[e], cur.node[e], cur.gpus[e], cur.cpus[e], cur.mem[e], False,
-                sim.remaining, sim.attained_gpu_s,
-            )  # fmt: skip
-            self._res[ns[keep], rank[keep]] = rows
         active = sim.active_jobs()
         pend = active[sim.status[active] == PENDING]
         if self.cfg.window_order == "attained" and pend.size:
@@ -264,14 +251,7 @@ class EnvCore:
         self.free_c[nodes] -= cpus
         self.free_m[nodes] -= mem
         self._new.append((jobs, nodes, gpus, cpus, mem))
-        rank = self._count[nodes]
-        self._count[nodes] += 1
-        k = rank < self.cfg.resident_slots
-        if k.any():
-            self._res[nodes[k], rank[k]] = self.features.entry_features(
-                self.wl, jobs[k], nodes[k], gpus[k], cpus[k], mem[k], True,
-                self.sim.remaining, self.sim.attained_gpu_s,
-            )  # fmt: skip
+        self._count[nodes] += 1  # distinct nodes: no repeated index
         self._placed[jobs] = True
         self._n_new_jobs += len(set(jobs.tolist()))  # distinct jobs (a gang repeats its job)
 
@@ -555,12 +535,13 @@ class EnvCore:
         if not claim.any():
             return res, 0
         agents = np.flatnonzero(claim)
-        ks, lgs, lcs, lms = self.codec.decode(a_safe[agents])
+        a_claim = a_safe[agents]
+        ks, lgs, lcs, lms = self.codec.decode_legal(a_claim)
         jt, ma = self.jt, self.ma
         jobs = self.window[ks]
         G = jt.gpu_count[jobs, lgs]
         # 1) Jobs with at least one claimant that hosts them alone: one winner per job.
-        single = ma.single[agents, ks, lgs, lcs, lms]
+        single = ma.single.reshape(N, -1)[agents, a_claim - 1]  # same flat order as the codec
         placed = 0
         si = np.flatnonzero(single)
         won = np.zeros(self.K, dtype=bool)
@@ -665,7 +646,7 @@ class EnvCore:
             sim, wl, jt = self.sim, self.wl, self.jt
             assert sim is not None and wl is not None and jt is not None
             nodes = self.features.node_blocks(
-                self._res, self._count, self.free_g, self.free_c, self.free_m, self.node_up
+                self._resident(), self._count, self.free_g, self.free_c, self.free_m, self.node_up
             )
             common = self.features.window_common(
                 jt, self.window, self.slot_ok, sim.time, wl, sim.remaining, sim.attained_gpu_s
@@ -681,6 +662,29 @@ class EnvCore:
             )
             self._obs_cache = (nodes, common, glob)
         return self._obs_cache
+
+    def _resident(self) -> NDArray[np.float64]:
+        """Resident-slot features of the round's entries, shape (N, R, res_dim).
+
+        A node's slots hold its running entries (in the engine's order), then the entries placed
+        this round (in placement order); entries beyond R are left out.
+        """
+        sim, wl = self.sim, self.wl
+        assert sim is not None and wl is not None
+        a = self.round_allocation()
+        out = np.zeros((self.N, self.cfg.resident_slots, self.layout.res_dim))
+        if a.size:
+            order = np.argsort(a.node, kind="stable")
+            ns = a.node[order]
+            rank = np.arange(ns.shape[0]) - np.searchsorted(ns, ns, side="left")
+            keep = rank < self.cfg.resident_slots
+            e = order[keep]
+            new = e >= self._cur.size  # placed during this round
+            out[ns[keep], rank[keep]] = self.features.entry_features(
+                wl, a.job[e], a.node[e], a.gpus[e], a.cpus[e], a.mem[e], new,
+                sim.remaining, sim.attained_gpu_s,
+            )  # fmt: skip
+        return out
 
     def observations(self) -> NDArray[np.float32]:
         """Per-agent observations, shape (N, D)."""

@@ -565,7 +565,7 @@ class FeatureBuilder:
         gpus: NDArray[np.int64],
         cpus: NDArray[np.float64],
         mem: NDArray[np.float64],
-        new: bool,
+        new: bool | NDArray[np.bool_],
         remaining: NDArray[np.float64],
         attained: NDArray[np.float64],
     ) -> NDArray[np.float64]:
@@ -578,7 +578,7 @@ class FeatureBuilder:
             gpus: GPUs per entry, shape (E,).
             cpus: CPU cores per entry, shape (E,).
             mem: Memory per entry (GiB), shape (E,).
-            new: Entries placed during this round.
+            new: Entries placed during this round (one flag, or one per entry, shape (E,)).
             remaining: Remaining work per job, shape (J,).
             attained: Attained GPU-seconds per job, shape (J,).
         """
@@ -600,7 +600,7 @@ class FeatureBuilder:
         out[:, 6 + M] = remaining[job] / wl.work[job]
         a = attained[job]
         out[:, 7 + M] = a / (a + HOUR)
-        out[:, 8 + M] = float(new)
+        out[:, 8 + M] = new
         return out
 
     def node_blocks(

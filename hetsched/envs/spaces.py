@@ -253,11 +253,21 @@ class ActionCodec:
         axis = groups != 1 if group_axis is None else group_axis
         self.shape: tuple[int, ...] = (window, groups, lg, lc, lm) if axis else (window, lg, lc, lm)
         self.n = 1 + int(np.prod(self.shape))
+        # Components of every placement action, one row per axis (for decode_legal).
+        self._table = np.stack(np.unravel_index(np.arange(self.n - 1), self.shape)).astype(np.int64)
 
     def decode(self, actions: NDArray[np.integer] | Sequence[int]) -> tuple[NDArray[np.int64], ...]:
         """Components of placement actions (each >= 1), one array per axis of :attr:`shape`."""
         a = np.asarray(actions, dtype=np.int64) - 1
         return tuple(np.asarray(x, dtype=np.int64) for x in np.unravel_index(a, self.shape))
+
+    def decode_legal(self, actions: NDArray[np.int64]) -> NDArray[np.int64]:
+        """:meth:`decode` of actions known to lie in ``[1, n)``, as rows of one array (no checks).
+
+        Returns:
+            Shape (len(shape), B): one row per axis.
+        """
+        return self._table[:, actions - 1]
 
     def encode(self, *parts: NDArray[np.integer] | int) -> NDArray[np.int64]:
         """Flat indices (>= 1) of the given components."""

@@ -328,7 +328,8 @@ class EnvCore:
         cols = [np.concatenate([p, *(e[i] for e in self._new)]) for i, p in enumerate(parts)]
         share = np.full(cols[0].shape[0], -1, dtype=np.int64)
         share[: self._cur.size] = self._cur.share
-        return Allocation(*cols, share)
+        job, node, gpus, cpus, mem = cols
+        return Allocation(job, node, gpus, cpus, mem, share)  # converts dtypes if needed
 
     def _future_arrivals(self) -> bool:
         """A job still arrives, or a down node comes back (so waiting jobs may run later)."""

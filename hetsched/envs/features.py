@@ -37,6 +37,7 @@ the node-independent part (``8 + M + L_c + L_m``) plus relative throughput per c
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -552,7 +553,7 @@ class FeatureBuilder:
             cpu_per_gpu=cpg,
             mem_per_gpu=mpg,
             mem_ok=st.mem_ok,
-            fits_any=legal.any(axis=2),
+            fits_any=cast(NDArray[np.bool_], legal.any(axis=2)),
             fits_one=single[:, :, self.one_flat],
         )
 
@@ -714,19 +715,17 @@ class FeatureBuilder:
     ) -> NDArray[np.float64]:
         """Global features, shape (global_dim,)."""
         busy = np.bincount(self.node_type, weights=self.node_gpus - free_g, minlength=NUM_TYPES)
-        util = np.where(self.gpus_per_type > 0, busy / np.maximum(self.gpus_per_type, 1.0), 0.0)
-        head = np.array(
-            [n_pending / (n_pending + self.K), n_placed / (n_placed + self.cluster.num_nodes)]
-        )
-        tail = np.array(
-            [
-                free_g.sum() / self.num_gpus,
-                min(decision_step / self.max_decisions, 1.0),
-                n_done / num_jobs,
-                n_arrived / num_jobs,
-            ]
-        )
-        return np.concatenate([head, util, tail])
+        T = busy.shape[0]
+        out = np.empty(T + 6)
+        out[0] = n_pending / (n_pending + self.K)
+        out[1] = n_placed / (n_placed + self.cluster.num_nodes)
+        # Types absent from the cluster have no busy GPUs: 0 / 1 = 0.
+        np.divide(busy, np.maximum(self.gpus_per_type, 1.0), out=out[2 : 2 + T])
+        out[2 + T] = free_g.sum() / self.num_gpus
+        out[3 + T] = min(decision_step / self.max_decisions, 1.0)
+        out[4 + T] = n_done / num_jobs
+        out[5 + T] = n_arrived / num_jobs
+        return out
 
     def observations(
         self,

@@ -50,6 +50,21 @@ class Allocation:
         self.mem = np.asarray(self.mem, dtype=np.float64).reshape(-1)
         self.share = np.asarray(self.share, dtype=np.int64).reshape(-1)
 
+    @classmethod
+    def _of_arrays(
+        cls,
+        job: IntArray,
+        node: IntArray,
+        gpus: IntArray,
+        cpus: FloatArray,
+        mem: FloatArray,
+        share: IntArray,
+    ) -> Allocation:
+        """Wrap 1-D arrays already of the field dtypes (skips the conversions of ``__init__``)."""
+        a = object.__new__(cls)
+        a.job, a.node, a.gpus, a.cpus, a.mem, a.share = job, node, gpus, cpus, mem, share
+        return a
+
     @property
     def size(self) -> int:
         """Number of entries E."""
@@ -86,7 +101,7 @@ class Allocation:
         parts = [p for p in parts if p.size]
         if not parts:
             return cls.empty()
-        return cls(
+        return cls._of_arrays(
             np.concatenate([p.job for p in parts]),
             np.concatenate([p.node for p in parts]),
             np.concatenate([p.gpus for p in parts]),
@@ -97,7 +112,7 @@ class Allocation:
 
     def select(self, mask: NDArray[np.bool_] | IntArray) -> Allocation:
         """Entries selected by a boolean mask or index array."""
-        return Allocation(
+        return Allocation._of_arrays(
             self.job[mask], self.node[mask], self.gpus[mask],
             self.cpus[mask], self.mem[mask], self.share[mask],
         )  # fmt: skip

@@ -517,10 +517,13 @@ class Simulator:
 
     def _job_layout(
         self, a: Allocation, one_per_job: bool = False
-    ) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
-        """Per entry: the job's total GPUs and whether the job is spread over extra nodes."""
+    ) -> tuple[NDArray[np.int64], NDArray[np.bool_] | np.bool_]:
+        """Per entry: the job's total GPUs and whether the job is spread over extra nodes.
+
+        The spread flag is one scalar False when every job has one entry (it broadcasts).
+        """
         if one_per_job:  # a job on one node is never spread
-            return a.gpus, np.zeros(a.size, dtype=bool)
+            return a.gpus, np.False_
         J = self.workload.num_jobs
         total = np.bincount(a.job, weights=a.gpus, minlength=J).astype(np.int64)
         n_nodes = np.bincount(a.job, minlength=J)
@@ -763,7 +766,9 @@ class Simulator:
             self.gpu_s_by_type[alloc.job, gtype] += alloc.gpus * held_full[alloc.job]
         else:
             np.add.at(self.gpu_s_by_type, (alloc.job, gtype), alloc.gpus * held_full[alloc.job])
-        eff = np.where(iso[run_idx] > 0, r / np.where(iso[run_idx] > 0, iso[run_idx], 1.0), 0.0)
+        iso_run = iso[run_idx]
+        iso_pos = iso_run > 0
+        eff = np.where(iso_pos, r / np.where(iso_pos, iso_run, 1.0), 0.0)
         self.effective_gpu_s[run_idx] += (held - busy) * g_job[run_idx] * np.minimum(eff, 1.0)
 
         # Jobs-in-system integral over [t0, t0 + dt] (all active jobs were admitted by t0).

@@ -8,10 +8,15 @@ sides: a SHA-256 of the observations, masks, rewards, infos and global states of
 random masked steps of ``hetsched/Cluster-v0`` on ``sia_64`` and ``pai_mixed`` (and of the
 central env), so a speed-up can be shown not to change what the env does.
 
+With ``--concurrent`` the two runs of a pair execute at the same time, one per core, so that a
+drift of the shared machine's speed hits both sides of every pair (on the 2-core development VM the
+sequential pairs' ratios spread over +-15 %, the concurrent ones over a few per cent).
+
 Usage::
 
     python scripts/bench_env_compare.py --base 08b477d            # 5 pairs on sia_64
     python scripts/bench_env_compare.py --base HEAD~3 --pairs 3 --cluster large_2048
+    python scripts/bench_env_compare.py --base 37f36ca --concurrent
 """
 
 from __future__ import annotations
@@ -71,12 +76,41 @@ def _run(tree: Path, args: list[str]) -> str:
     return out.stdout
 
 
-def _speed(tree: Path, cluster: str, steps: int) -> float:
-    out = _run(tree, ["scripts/bench_env.py", "--clusters", cluster, "--steps", str(steps)])
+def _bench_args(cluster: str, steps: int) -> list[str]:
+    return ["scripts/bench_env.py", "--clusters", cluster, "--steps", str(steps)]
+
+
+def _parse_speed(out: str) -> float:
     m = re.search(r"parallel_\S+: .*ma_steps_per_cpu_s=([\d.e+]+)", out)
     if m is None:
         raise RuntimeError(f"bench_env.py printed no ma_steps_per_cpu_s:\n{out}")
     return float(m.group(1))
+
+
+def _speed(tree: Path, cluster: str, steps: int) -> float:
+    return _parse_speed(_run(tree, _bench_args(cluster, steps)))
+
+
+def _speed_concurrent(trees: list[Path], cluster: str, steps: int) -> list[float]:
+    """Run bench_env.py in every tree at the same time (one process per tree)."""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, *_bench_args(cluster, steps)],
+            cwd=t,
+            env={**os.environ, "PYTHONPATH": str(t)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for t in trees
+    ]
+    outs = []
+    for p in procs:
+        out, err = p.communicate()
+        if p.returncode:
+            raise RuntimeError(f"bench_env.py failed:\n{err}")
+        outs.append(out)
+    return [_parse_speed(o) for o in outs]
 
 
 def main() -> None:
@@ -89,6 +123,12 @@ def main() -> None:
     ap.add_argument("--cluster", default="sia_64")
     ap.add_argument("--steps", type=int, default=3000, help="bench_env.py steps per run")
     ap.add_argument("--fingerprint-steps", type=int, default=1500)
+    ap.add_argument(
+        "--concurrent",
+        action="store_true",
+        help="run the two sides of a pair at the same time, one per core (both see the same "
+        "machine drift; needs two idle cores)",
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp) / "base"
@@ -102,8 +142,11 @@ def main() -> None:
             }
             ratios, b_all, w_all = [], [], []
             for i in range(args.pairs):
-                b = _speed(base, args.cluster, args.steps)
-                w = _speed(ROOT, args.cluster, args.steps)
+                if args.concurrent:
+                    b, w = _speed_concurrent([base, ROOT], args.cluster, args.steps)
+                else:
+                    b = _speed(base, args.cluster, args.steps)
+                    w = _speed(ROOT, args.cluster, args.steps)
                 b_all.append(b)
                 w_all.append(w)
                 ratios.append(w / b)

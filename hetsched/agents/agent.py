@@ -55,6 +55,7 @@ def env_settings(conf: AgentEnvConf) -> EnvSettings:
             makespan=conf.reward_makespan,
             conflict=conf.reward_conflict,
             invalid=conf.reward_invalid,
+            progress=conf.reward_progress,
         ),
         round_s=conf.round_s,
         max_decisions_per_round=conf.max_decisions_per_round,

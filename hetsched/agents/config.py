@@ -33,6 +33,8 @@ class AgentEnvConf:
         reward_makespan: Weight of the terminal makespan term.
         reward_conflict: Penalty per lost claim.
         reward_invalid: Penalty per invalid action.
+        reward_progress: Weight of the progress shaping term (0 = off; see
+            :class:`hetsched.envs.spaces.RewardWeights`).
         max_steps: Steps after which a training episode is truncated.
     """
 
@@ -47,6 +49,7 @@ class AgentEnvConf:
     reward_makespan: float = 0.1
     reward_conflict: float = 0.01
     reward_invalid: float = 0.01
+    reward_progress: float = 0.0
     max_steps: int = 5000
 
 

@@ -19,7 +19,14 @@ import gymnasium
 import pettingzoo
 
 from hetsched.envs.central_env import ClusterCentralEnv
-from hetsched.envs.cluster_env import INFO_KEYS, ClusterParallelEnv, env, parallel_env, raw_env
+from hetsched.envs.cluster_env import (
+    INFO_KEYS,
+    REWARD_KEYS,
+    ClusterParallelEnv,
+    env,
+    parallel_env,
+    raw_env,
+)
 from hetsched.envs.spaces import ActionCodec, EnvSettings, LevelSets, RewardWeights
 
 #: Multi-agent (PettingZoo parallel) env ids.
@@ -60,6 +67,7 @@ register_envs()
 __all__ = [
     "GYM_ENV_IDS",
     "INFO_KEYS",
+    "REWARD_KEYS",
     "PARALLEL_ENV_IDS",
     "ActionCodec",
     "ClusterCentralEnv",

@@ -13,7 +13,13 @@ import gymnasium
 import numpy as np
 from numpy.typing import NDArray
 
-from hetsched.envs.cluster_env import DEFAULT_WORKLOAD_KWARGS, INFO_KEYS, render_core, reward_parts
+from hetsched.envs.cluster_env import (
+    DEFAULT_WORKLOAD_KWARGS,
+    INFO_KEYS,
+    REWARD_KEYS,
+    render_core,
+    reward_parts,
+)
 from hetsched.envs.core import EnvCore, StepStats
 from hetsched.envs.features import NUM_TYPES
 from hetsched.envs.presets import (
@@ -144,7 +150,7 @@ class ClusterCentralEnv(gymnasium.Env[NDArray[np.float32], np.int64]):
         self.core.reset(self.np_random)
         self._steps = 0
         obs = self._observe()
-        return obs, self._info(StepStats(), dict.fromkeys(INFO_KEYS[:4], 0.0), 0, 0)
+        return obs, self._info(StepStats(), dict.fromkeys(REWARD_KEYS, 0.0), 0, 0)
 
     def step(
         self, action: Any

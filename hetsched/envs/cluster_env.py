@@ -43,6 +43,7 @@ INFO_KEYS: tuple[str, ...] = (
     "reward_makespan",
     "reward_conflict",
     "reward_invalid",
+    "reward_progress",
     "jobs_in_system_s",
     "rounds_advanced",
     "placed_jobs",
@@ -60,6 +61,10 @@ INFO_KEYS: tuple[str, ...] = (
 )
 
 
+#: The reward components (their sum is the team reward), a prefix of :data:`INFO_KEYS`.
+REWARD_KEYS: tuple[str, ...] = INFO_KEYS[:5]
+
+
 def reward_parts(stats: StepStats, weights: RewardWeights, z: float) -> dict[str, float]:
     """Weighted reward components of one step (their sum is the team reward)."""
     return {
@@ -67,6 +72,7 @@ def reward_parts(stats: StepStats, weights: RewardWeights, z: float) -> dict[str
         "reward_makespan": -weights.makespan * stats.makespan_s / 3600.0 if stats.terminal else 0.0,
         "reward_conflict": -weights.conflict * float(stats.conflicts + stats.gang_failed),
         "reward_invalid": -weights.invalid * float(stats.invalid),
+        "reward_progress": weights.progress * stats.progress_gpu_s / z,
     }
 
 
@@ -115,14 +121,17 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
     index (``conflict_rule``), multi-node jobs are filled from same-type claims.
 
     **Reward** (team, identical for all agents): ``reward_jobs + reward_makespan +
-    reward_conflict + reward_invalid`` (:class:`~hetsched.envs.spaces.RewardWeights`), each
-    component in the infos. **Episode end:** terminated when every job has finished; truncated
+    reward_conflict + reward_invalid + reward_progress``
+    (:class:`~hetsched.envs.spaces.RewardWeights`; the progress shaping term is off by default),
+    each component in the infos. **Episode end:** terminated when every job has finished; truncated
     after ``max_cycles`` steps (never after step 1), at ``max_time_s``, or when waiting jobs can
     never be placed (``stalled``).
 
     **Version history.** ``hetsched/Cluster-v0`` (hetsched 0.1.0): first release. Later
     changes were speed-ups and one fix that keep the spaces, dynamics and rewards: a stall is
-    also detected with ``skip_idle=False`` (before, such an episode ran to ``max_cycles``).
+    also detected with ``skip_idle=False`` (before, such an episode ran to ``max_cycles``), and
+    one addition that changes nothing by default: the optional progress shaping term
+    (``reward_weights={"progress": w}``, info key ``reward_progress``, 0 unless enabled).
     The suffix is bumped whenever spaces, dynamics or rewards change (saved agents depend on
     them: MAIFS checkpoints record the env id and observation layout and refuse a mismatch).
 
@@ -277,7 +286,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         self.agents = list(self.possible_agents)
         self._steps = 0
         obs = self._observe()
-        infos = self._infos(None, StepStats(), {k: 0.0 for k in INFO_KEYS[:4]})
+        infos = self._infos(None, StepStats(), dict.fromkeys(REWARD_KEYS, 0.0))
         return obs, infos
 
     def step(

@@ -84,6 +84,7 @@ class StepStats:
     invalid: int = 0
     makespan_s: float = 0.0
     terminal: bool = False
+    progress_gpu_s: float = 0.0
 
 
 @dataclass
@@ -175,6 +176,12 @@ class EnvCore:
             self.jt = build_job_table(wl, self.tm, self.cluster, self.cfg.levels)
         self.node_up[:] = True
         self.J = wl.num_jobs
+        # Progress shaping (RewardWeights.progress): GPU-seconds at the best rate per work unit.
+        self._progress_w: NDArray[np.float64] | None = None
+        if self.cfg.reward_weights.progress != 0.0:
+            best = self.jt.best_tput
+            self._progress_w = np.where(best > 0, wl.req_gpus / np.where(best > 0, best, 1.0), 0.0)
+            self._phi = float(self.sim.remaining @ self._progress_w)
         self._placed = np.zeros(self.J, dtype=bool)
         self._n_done = 0
         self._admitted = 0
@@ -376,6 +383,10 @@ class EnvCore:
         finally:
             sim.trusted = False
         self.last_alloc = alloc
+        if self._progress_w is not None:  # progress shaping: the potential's drop
+            phi = float(sim.remaining @ self._progress_w)
+            stats.progress_gpu_s += self._phi - phi
+            self._phi = phi
         stats.jobs_s += rec.jobs_in_system_s
         self.episode_jobs_s += rec.jobs_in_system_s
         stats.rounds += rec.rounds
@@ -452,6 +463,7 @@ class EnvCore:
         if p.jobs_s or p.rounds:
             stats.jobs_s += p.jobs_s
             stats.rounds += p.rounds
+            stats.progress_gpu_s += p.progress_gpu_s
         self._pending_stats = StepStats()
 
     # ------------------------------------------------------------------ placement

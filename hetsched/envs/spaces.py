@@ -120,22 +120,33 @@ class RewardWeights:
 
         r = - jobs * J_s / Z - makespan * 1[terminal] * makespan_s / 3600
             - conflict * (#conflicts + #failed gang claims) - invalid * #invalid actions
+            + progress * P_s / Z
 
     with ``J_s`` the jobs-in-system integral over the step in job-seconds and
     ``Z = 3600 * N_gpu / 8`` (maifs.md section 7): with ``jobs=1`` the episode sum of the first
     term is ``- total JCT / Z``.
+
+    ``P_s`` (progress shaping, off by default) is the work done during the step, each job's in
+    GPU-seconds at its best rate: the drop of the potential ``sum_j G_j * remaining_j / v_j``
+    (``G_j`` requested GPUs, ``v_j`` the job's isolated throughput at that size on its fastest
+    allowed GPU type of the cluster). Over an episode in which every job finishes it sums to the
+    constant ``sum_j G_j * work_j / v_j``, so it leaves the undiscounted return's ranking of
+    policies unchanged; with discounting it credits work done early, e.g. starting a long job
+    while GPUs idle, whose pay-off in the jobs term lies beyond a short horizon.
 
     Attributes:
         jobs: Weight of the jobs-in-system integral.
         makespan: Weight of the terminal makespan term (hours).
         conflict: Penalty per lost or unfilled claim.
         invalid: Penalty per invalid (masked-out or malformed) action.
+        progress: Weight of the progress shaping term (0 = off).
     """
 
     jobs: float = 1.0
     makespan: float = 0.1
     conflict: float = 0.01
     invalid: float = 0.01
+    progress: float = 0.0
 
     def __post_init__(self) -> None:
         for f in fields(self):

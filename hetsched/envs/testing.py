@@ -172,7 +172,7 @@ def _parallel_episode(
     make: Callable[[], Any], seed: int, act_seed: int, max_steps: int, env_id: str
 ) -> list[tuple[Any, ...]]:
     """Run one episode with a seeded masked random policy, checking invariants per step."""
-    from hetsched.envs.cluster_env import INFO_KEYS
+    from hetsched.envs.cluster_env import INFO_KEYS, REWARD_KEYS
 
     env = make()
     obs, infos = env.reset(seed=seed)
@@ -205,7 +205,7 @@ def _parallel_episode(
             if infos[a]["invalid_action"] != 0.0:
                 raise _fail(env_id, "masks", f"legal action of {a} counted invalid at {steps}")
         i0 = infos[agents[0]]
-        parts = sum(i0[k] for k in INFO_KEYS[:4])
+        parts = sum(i0[k] for k in REWARD_KEYS)
         if not np.isclose(rew[agents[0]], parts, rtol=1e-9, atol=1e-12):
             raise _fail(env_id, "reward", "reward != sum of its components")
         if len(set(rew.values())) != 1:
@@ -313,7 +313,7 @@ def check_parallel_env(
 def _central_episode(
     make: Callable[[], Any], seed: int, act_seed: int, max_steps: int, env_id: str
 ) -> list[tuple[Any, ...]]:
-    from hetsched.envs.cluster_env import INFO_KEYS
+    from hetsched.envs.cluster_env import INFO_KEYS, REWARD_KEYS
 
     env = make()
     obs, info = env.reset(seed=seed)
@@ -335,7 +335,7 @@ def _central_episode(
             raise _fail(env_id, "infos", f"info keys {tuple(info)} != {INFO_KEYS}")
         if info["invalid_action"] != 0.0:
             raise _fail(env_id, "masks", f"legal action counted invalid at step {steps}")
-        if not np.isclose(r, sum(info[k] for k in INFO_KEYS[:4]), rtol=1e-9, atol=1e-12):
+        if not np.isclose(r, sum(info[k] for k in REWARD_KEYS), rtol=1e-9, atol=1e-12):
             raise _fail(env_id, "reward", "reward != sum of its components")
         jobs_sum += info["reward_jobs"]
         if trunc and steps == 1:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from env_helpers import act, jobs, tiny_central, tiny_env
 
-from hetsched.envs import INFO_KEYS
+from hetsched.envs import INFO_KEYS, REWARD_KEYS
 
 
 def test_spaces_slices_and_bounds() -> None:
@@ -116,7 +116,7 @@ def test_reward_components_and_weights() -> None:
         a = {ag: int(np.flatnonzero(m[i])[-1]) for i, ag in enumerate(env.possible_agents)}
         _, rew, term, _, infos = env.step(a)
         i0 = infos["node_0"]
-        assert rew["node_0"] == pytest.approx(sum(i0[k] for k in INFO_KEYS[:4]))
+        assert rew["node_0"] == pytest.approx(sum(i0[k] for k in REWARD_KEYS))
         total += rew["node_0"]
         jobs_part += i0["reward_jobs"]
         last = i0
@@ -126,6 +126,30 @@ def test_reward_components_and_weights() -> None:
     assert jobs_part == pytest.approx(-2.0 * jct / env.z, rel=1e-9)
     makespan = float(np.nanmax(res.finish_time) - wl.arrival.min())
     assert last["reward_makespan"] == pytest.approx(-makespan / 3600.0)
+
+
+@pytest.mark.parametrize("weight", [0.0, 0.5])
+def test_progress_shaping_telescopes_to_the_work_and_is_off_by_default(weight: float) -> None:
+    wl = jobs([4, 2, 4], arrival=[0.0, 0.0, 100.0], seconds=900.0)
+    env = tiny_env(wl, reward_weights={"progress": weight})
+    env.reset(seed=0)
+    prog: list[float] = []
+    while env.agents:
+        m = env.action_masks()
+        a = {ag: int(np.flatnonzero(m[i])[-1]) for i, ag in enumerate(env.possible_agents)}
+        _, rew, term, _, infos = env.step(a)
+        i0 = infos["node_0"]
+        assert rew["node_0"] == pytest.approx(sum(i0[k] for k in REWARD_KEYS))
+        prog.append(i0["reward_progress"])
+    assert term["node_0"]
+    # Every job finished: the potential fell from sum_j G_j work_j / v_j to 0.
+    work_gpu_s = float((wl.req_gpus * wl.work / env.core.jt.best_tput).sum())
+    assert work_gpu_s == pytest.approx(4 * 900 + 2 * 900 + 4 * 900)
+    assert sum(prog) == pytest.approx(weight * work_gpu_s / env.z, rel=1e-9)
+    if weight:
+        assert min(prog) >= 0.0 and sum(p > 0 for p in prog) >= 2  # credited as work is done
+    else:
+        assert all(p == 0.0 for p in prog)
 
 
 def test_truncation_at_max_cycles_never_after_step_one() -> None:

@@ -16,7 +16,7 @@ Usage::
 
     python scripts/bench_env_compare.py --base 08b477d            # 5 pairs on sia_64
     python scripts/bench_env_compare.py --base HEAD~3 --pairs 3 --cluster large_2048
-    python scripts/bench_env_compare.py --base 37f36ca --concurrent
+    python scripts/bench_env_compare.py --base 37f36ca --concurrent --ignore-info reward_progress
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ import numpy as np
 from hetsched.envs import ClusterCentralEnv, ClusterParallelEnv
 from hetsched.envs.testing import masked_random_actions
 steps = int(sys.argv[1])
+skip = {"action_mask", *sys.argv[2:]}
 h = hashlib.sha256()
 for cl in ["sia_64", "pai_mixed"]:
     kw = dict(seed=0, max_cycles=10**9, workload="philly", workload_kwargs={"num_jobs": 200})
@@ -51,7 +52,7 @@ for cl in ["sia_64", "pai_mixed"]:
         for a in agents:
             h.update(obs[a]["observation"].tobytes())
             h.update(obs[a]["action_mask"].tobytes())
-            h.update(repr(sorted((k, v) for k, v in inf[a].items() if k != "action_mask")).encode())
+            h.update(repr(sorted((k, v) for k, v in inf[a].items() if k not in skip)).encode())
         h.update(repr(r[agents[0]]).encode())
         h.update(env.state().tobytes())
         if te[agents[0]] or tr[agents[0]]:
@@ -124,6 +125,13 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=3000, help="bench_env.py steps per run")
     ap.add_argument("--fingerprint-steps", type=int, default=1500)
     ap.add_argument(
+        "--ignore-info",
+        nargs="*",
+        default=[],
+        metavar="KEY",
+        help="info keys left out of the fingerprint (e.g. one the working tree adds)",
+    )
+    ap.add_argument(
         "--concurrent",
         action="store_true",
         help="run the two sides of a pair at the same time, one per core (both see the same "
@@ -137,7 +145,9 @@ def main() -> None:
         )
         try:
             fp = {
-                name: _run(tree, ["-c", FINGERPRINT, str(args.fingerprint_steps)]).strip()
+                name: _run(
+                    tree, ["-c", FINGERPRINT, str(args.fingerprint_steps), *args.ignore_info]
+                ).strip()
                 for name, tree in (("base", base), ("work", ROOT))
             }
             ratios, b_all, w_all = [], [], []

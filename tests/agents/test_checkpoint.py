@@ -111,3 +111,28 @@ def test_truncated_foreign_and_crafted_files_are_clear_errors(
     assert "code ran" not in capsys.readouterr().out
     with pytest.raises(CheckpointError, match="holds a list"):
         load_checkpoint(not_dict)
+
+
+SHIPPED = sorted((Path(__file__).resolve().parents[2] / "checkpoints").glob("*.pt"))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
+def test_shipped_checkpoints_load_and_schedule(path: Path) -> None:
+    """Every checkpoint in ``checkpoints/`` loads (current env id and layout) and schedules."""
+    assert {p.name for p in SHIPPED} >= {"maifs_default.pt", "maifs_progress.pt"}
+    ck = load_checkpoint(path)
+    assert ck["env_id"] == "hetsched/Cluster-v0" and "config" in ck
+    assert path.stat().st_size < 4 * 2**20  # "small: a few MB at most"
+    from hetsched.envs.presets import resolve_cluster
+    from hetsched.envs.testing import synthetic_workload
+    from hetsched.sim.throughput import default_throughput
+
+    tm, cl = default_throughput(), resolve_cluster("sia_64")
+    rng = np.random.default_rng(0)
+    wl = synthetic_workload(
+        throughput=tm, cluster=cl, rng=rng, num_jobs=12, mean_interarrival_s=60.0
+    )
+    pol = MAIFSPolicy(checkpoint=path)
+    pol.reset(cl, wl, tm, np.random.default_rng(1))
+    res = Simulator(cl, wl, tm, SimConfig()).run(pol)
+    assert np.isfinite(res.finish_time).all()  # every job was placed and finished

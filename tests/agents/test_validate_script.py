@@ -33,7 +33,11 @@ def test_teacher_scores_two_and_checkpoint_is_scored() -> None:
 
 def test_validation_sets_avoid_the_test_windows() -> None:
     mod = _load()
-    starts = {s for _, s in mod.VALIDATION_SETS}  # type: ignore[attr-defined]
+    sets = mod.VALIDATION_SETS  # type: ignore[attr-defined]
+    starts = {s[1] for s in sets}
     # docs/results.md test windows: the default busiest window (search from 0), after 44000, from 30000.
     assert not starts & {0, 30000, 44000}
+    # A quiet stretch is 300 consecutive jobs: it must not reach into test window t3 [30000, 30300).
+    quiet = [s[1] for s in sets if len(s) > 2 and not s[2]]
+    assert quiet and all(q + 300 <= 30000 or q >= 30300 for q in quiet)
     assert all(seed < 100 for seed in mod.SEEDS)  # type: ignore[attr-defined]

@@ -64,6 +64,7 @@ def score_checkpoints(
     paths: Sequence[Path],
     *,
     long_guard_s: float | None = None,
+    starve_guard_s: float | None = None,
     sets: Sequence[tuple[str, int] | tuple[str, int, bool]] = VALIDATION_SETS,
     seeds: Sequence[int] = SEEDS,
 ) -> tuple[dict[str, float], list[dict[str, Any]]]:
@@ -72,6 +73,7 @@ def score_checkpoints(
     Args:
         paths: Checkpoint files.
         long_guard_s: Turn on the long-job guard for every checkpoint (None: as saved).
+        starve_guard_s: Turn on the starvation guard for every checkpoint (None: off).
         sets: ``(cluster, start)`` or ``(cluster, start, busiest)`` validation sets.
         seeds: Seeds per set.
 
@@ -84,7 +86,9 @@ def score_checkpoints(
     teacher = partial(TeacherPolicy, window=16, long_s=10800.0)
     policies: dict[str, Callable[[], Any]] = {"teacher": teacher}
     for p in paths:
-        policies[str(p)] = partial(MAIFSPolicy, checkpoint=p, long_guard_s=long_guard_s)
+        policies[str(p)] = partial(
+            MAIFSPolicy, checkpoint=p, long_guard_s=long_guard_s, starve_guard_s=starve_guard_s
+        )
     rows: list[dict[str, Any]] = []
     ratios: dict[str, list[float]] = {name: [] for name in policies}
     for vset in sets:
@@ -130,12 +134,15 @@ def main() -> None:
     )
     ap.add_argument("checkpoints", nargs="+", type=Path)
     ap.add_argument("--long-guard-s", type=float, default=None)
+    ap.add_argument("--starve-guard-s", type=float, default=None)
     ap.add_argument("--out", type=Path, default=None, help="also write the tables as Markdown")
     args = ap.parse_args()
     missing = [str(p) for p in args.checkpoints if not p.is_file()]
     if missing:
         ap.error(f"no such checkpoint file: {', '.join(missing)}")
-    scores, rows = score_checkpoints(args.checkpoints, long_guard_s=args.long_guard_s)
+    scores, rows = score_checkpoints(
+        args.checkpoints, long_guard_s=args.long_guard_s, starve_guard_s=args.starve_guard_s
+    )
     lines = ["| cluster | start | name | avg JCT (h) | makespan (h) |", "|---|---|---|---|---|"]
     lines += [
         f"| {r['cluster']} | {r['start']} | {r['name']} | {r['jct_h']:.3f} | {r['mk_h']:.2f} |"

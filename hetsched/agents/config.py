@@ -245,6 +245,8 @@ class MAIFSSchedulerConf:
         greedy: Argmax actions (False: sample with the run's generator).
         conflict: Override the checkpoint's conflict mode (``ordered``, ``maxsum``, ``none``).
         long_guard_s: Turn on the long-job guard (s); null = the checkpoint's setting.
+        starve_guard_s: Turn on the starvation guard (s; null = off): see
+            :class:`hetsched.agents.policy.CoreActorPolicy`.
     """
 
     _target_: str = "hetsched.agents.policy.MAIFSPolicy"
@@ -252,6 +254,7 @@ class MAIFSSchedulerConf:
     greedy: bool = True
     conflict: str | None = None
     long_guard_s: float | None = None
+    starve_guard_s: float | None = None
 
 
 @dataclass

@@ -40,16 +40,34 @@ Actor = Callable[[EnvCore], NDArray[np.int64]]
 class CoreActorPolicy(BasePolicy):
     """Non-preemptive, event-driven policy whose rounds are env decision steps.
 
+    Two rules complete the actor's decisions (both count their uses):
+
+    * **Idle-cluster fallback** (always on): when nothing runs and the actor's claims placed
+      nothing although something fits, the teacher places that round (an event-driven policy
+      would otherwise wait forever).
+    * **Starvation guard** (``starve_guard_s``, off by default): after the actor's steps, while a
+      window job that has waited at least ``starve_guard_s`` seconds fits at its requested
+      amounts, it is placed -- the longest-waiting first, on the node with the fastest GPU type
+      for it that hosts it alone (lowest index on ties), else as a gang over the nodes of the
+      fastest type that can hold it. It makes the policy work-conserving for starved jobs: the
+      learned agents may leave a job waiting on idle GPUs for a faster node, but not forever.
+
     Args:
         settings: Env settings the actor was built for (``advance`` must be ``"event"``).
         actor: Maps the env core (window, masks, features) to one action per node, shape (N,).
         name: Scheduler name.
+        starve_guard_s: Waiting time (s) after which the starvation guard places a job that
+            fits; None = off.
     """
 
     event_driven = True
 
     def __init__(
-        self, settings: EnvSettings, actor: Actor | None = None, name: str = "core"
+        self,
+        settings: EnvSettings,
+        actor: Actor | None = None,
+        name: str = "core",
+        starve_guard_s: float | None = None,
     ) -> None:
         if settings.advance != "event":
             raise ValueError(
@@ -63,6 +81,10 @@ class CoreActorPolicy(BasePolicy):
         self.core: StateCore | None = None
         self.steps = 0
         self.fallbacks = 0
+        if starve_guard_s is not None and not starve_guard_s >= 0:
+            raise ValueError(f"starve_guard_s={starve_guard_s!r} must be >= 0 seconds or None")
+        self.starve_guard_s = starve_guard_s
+        self.guard_placements = 0
 
     def reset(
         self,
@@ -77,6 +99,7 @@ class CoreActorPolicy(BasePolicy):
         self.core.bind(workload)
         self.steps = 0
         self.fallbacks = 0
+        self.guard_placements = 0
 
     def act(self, core: EnvCore) -> NDArray[np.int64]:
         """One action per node for the current decision step."""
@@ -95,6 +118,12 @@ class CoreActorPolicy(BasePolicy):
             _, placed = core.resolve_claims(self.act(core))
             self.steps += 1
             go = core.end_step(placed)
+        if self.starve_guard_s is not None:
+            for _ in range(core.K):  # at most one placement per window slot
+                claim = self._starved_claim(core, state.time, self.starve_guard_s)
+                if claim is None or core.resolve_claims(claim)[1] == 0:
+                    break
+                self.guard_placements += 1
         if core.any_legal and core.round_allocation().size == 0:
             # Idle-cluster fallback: with nothing running and nothing placed, an event-driven
             # greedy policy would wait forever (e.g. a gang claim that did not fill), so the
@@ -102,6 +131,31 @@ class CoreActorPolicy(BasePolicy):
             core.resolve_claims(SJFTeacher().act(core))
             self.fallbacks += 1
         return core.allocation()
+
+    @staticmethod
+    def _starved_claim(core: EnvCore, now: float, wait_s: float) -> NDArray[np.int64] | None:
+        """Actions placing the longest-waiting starved window job at its request, or None."""
+        if not core.any_legal:
+            return None
+        assert core.wl is not None and core.jt is not None
+        g1, c1, m1 = core.features.one
+        legal = core.ma.legal[:, :, g1, c1, m1]  # (N, K) at the requested amounts
+        w = np.where(core.slot_ok, core.window, 0)
+        waited = np.where(core.slot_ok, now - core.wl.arrival[w], -np.inf)
+        cand = (waited >= wait_s) & legal.any(axis=0)
+        if not cand.any():
+            return None
+        k = int(np.argmax(np.where(cand, waited, -np.inf)))
+        speed = core.jt.rel_tput[w[k]][core.cluster.node_type]  # (N,) by the node's GPU type
+        single = core.ma.single[:, k, g1, c1, m1]
+        actions = np.zeros(core.N, dtype=np.int64)
+        code = int(core.codec.encode(k, g1, c1, m1))
+        if single.any():
+            actions[int(np.argmax(np.where(single, speed, -1.0)))] = code
+        else:  # a gang: every legal node of the fastest type that has legal nodes claims
+            fastest = np.where(legal[:, k], speed, -1.0).max()
+            actions[legal[:, k] & (speed == fastest)] = code
+        return actions
 
 
 class TeacherPolicy(CoreActorPolicy):
@@ -140,6 +194,8 @@ class MAIFSPolicy(CoreActorPolicy):
         conflict: Override the checkpoint's conflict mode (``ordered``, ``maxsum``, ``none``).
         long_guard_s: Turn on the long-job guard with this threshold (s; see
             :func:`hetsched.agents.agent.agent_masks`); None = the checkpoint's setting.
+        starve_guard_s: Turn on the starvation guard (s; see :class:`CoreActorPolicy`);
+            None = off.
         net: Use this network and config instead of a file (training-time evaluation).
     """
 
@@ -149,6 +205,7 @@ class MAIFSPolicy(CoreActorPolicy):
         greedy: bool = True,
         conflict: str | None = None,
         long_guard_s: float | None = None,
+        starve_guard_s: float | None = None,
         net: tuple[Any, Any] | None = None,
     ) -> None:
         import torch
@@ -166,7 +223,7 @@ class MAIFSPolicy(CoreActorPolicy):
             self.conf.env.long_guard_s = float(long_guard_s)
         self.greedy = greedy
         self.conflict = conflict
-        super().__init__(env_settings(self.conf.env), None, "maifs")
+        super().__init__(env_settings(self.conf.env), None, "maifs", starve_guard_s=starve_guard_s)
 
     def reset(
         self,

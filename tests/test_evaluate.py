@@ -39,6 +39,9 @@ def test_default_config_composes_with_simple_schedulers() -> None:
     assert set(cfg.scheduler) >= {"fifo", "las", "yarn_cs", "maifs", "sia", "gavel", "hadar"}
     cfg = _compose(["scheduler=maifs", "checkpoint=/some/where.pt"])
     assert cfg.scheduler.maifs.checkpoint == "/some/where.pt"
+    assert cfg.scheduler.maifs.starve_guard_s == 21600  # the preset's default, docs/results.md
+    cfg = _compose(["scheduler=maifs", "scheduler.maifs.starve_guard_s=null"])
+    assert cfg.scheduler.maifs.starve_guard_s is None
     assert cfg.cluster.name == "sia_64"
     assert cfg.workload.name == "philly"
     # Several seeds by default; plots and TensorBoard on, skipping off.

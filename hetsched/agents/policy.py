@@ -51,6 +51,9 @@ class CoreActorPolicy(BasePolicy):
       for it that hosts it alone (lowest index on ties), else as a gang over the nodes of the
       fastest type that can hold it. It makes the policy work-conserving for starved jobs: the
       learned agents may leave a job waiting on idle GPUs for a faster node, but not forever.
+      Being event-driven, the policy checks it at decision points (arrivals and completions).
+      ``scheduler=maifs`` turns it on at 6 h (``conf/scheduler/maifs.yaml``; chosen on the
+      validation windows, ``docs/results.md``).
 
     Args:
         settings: Env settings the actor was built for (``advance`` must be ``"event"``).

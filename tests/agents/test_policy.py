@@ -87,3 +87,38 @@ def test_long_job_guard_masks() -> None:
     assert on[0, 1 + L : 1 + 2 * L].any()  # ... but may take the short one
     assert on[1, 0] == 0 and on[1, 1 : 1 + L].any()  # the A100 node serves the long job
     assert not on[1, 1 + L : 1 + 2 * L].any()
+
+
+@pytest.mark.parametrize("guard_s", [None, 3600.0])
+def test_starvation_guard_places_a_job_left_waiting_on_idle_gpus(guard_s: float | None) -> None:
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.core import EnvCore
+    from hetsched.envs.spaces import EnvSettings
+
+    tm = tiny_tm()
+    node = {"gpu_type": "a100", "count": 2, "gpus": 4, "cpus": 32, "mem_gib": 128}
+    cl = make_cluster([node])
+    # j0 runs for a long time; j1 fits on the idle second node; j2 arrives after 2 h (an event).
+    wl = make_workload([0.0, 0.0, 7200.0], [1e7, 1e4, 1e2], [4, 4, 1])
+
+    def only_job0(core: EnvCore) -> np.ndarray:
+        """An actor that places job 0 on node 0 and otherwise always passes."""
+        a = np.zeros(core.N, dtype=np.int64)
+        k = np.flatnonzero(core.window == 0)
+        one = core.features.one
+        if k.size and core.ma.single[0, int(k[0]), one[0], one[1], one[2]]:
+            a[0] = int(core.codec.encode(int(k[0]), *one))
+        return a
+
+    pol = CoreActorPolicy(
+        EnvSettings(window=4, advance="event", round_s=60), only_job0, starve_guard_s=guard_s
+    )
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+    assert np.isfinite(res.finish_time).all() and res.start_time[0] == 0.0
+    if guard_s is None:  # j1 waits on an idle node until nothing runs (the idle-cluster fallback)
+        assert res.start_time[1] >= res.finish_time[0] and pol.guard_placements == 0
+    else:  # checked at the next decision point after 3600 s of waiting: j2's arrival
+        assert res.start_time[1] == 7200.0 and pol.guard_placements >= 1
+    with pytest.raises(ValueError, match="starve_guard_s"):
+        CoreActorPolicy(EnvSettings(advance="event"), only_job0, starve_guard_s=-1.0)

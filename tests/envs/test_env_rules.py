@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
 from env_helpers import act, jobs, tiny_central, tiny_env
 
-from hetsched.envs import INFO_KEYS, REWARD_KEYS
+from hetsched.envs import INFO_KEYS, REWARD_KEYS, ClusterParallelEnv
 
 
 def test_spaces_slices_and_bounds() -> None:
@@ -105,22 +106,32 @@ def test_round_advances_when_all_pass_or_nothing_fits() -> None:
     assert infos["node_0"]["decision_step"] == 0.0
 
 
-def test_reward_components_and_weights() -> None:
-    wl = jobs([4, 4, 4], arrival=[0.0, 0.0, 100.0])
-    env = tiny_env(wl, reward_weights={"jobs": 2.0, "makespan": 1.0})
+def _episode_last_legal(env: ClusterParallelEnv) -> list[dict[str, Any]]:
+    """Run an episode where every agent takes its last legal action; node_0's infos per step.
+
+    Checks at every step that the reward is the sum of its components, and that the episode
+    terminates (every job finished).
+    """
     env.reset(seed=0)
-    total = jobs_part = 0.0
-    last: dict[str, float] = {}
+    out: list[dict[str, Any]] = []
+    term: dict[str, bool] = {}
     while env.agents:
         m = env.action_masks()
         a = {ag: int(np.flatnonzero(m[i])[-1]) for i, ag in enumerate(env.possible_agents)}
         _, rew, term, _, infos = env.step(a)
         i0 = infos["node_0"]
         assert rew["node_0"] == pytest.approx(sum(i0[k] for k in REWARD_KEYS))
-        total += rew["node_0"]
-        jobs_part += i0["reward_jobs"]
-        last = i0
+        out.append(i0)
     assert term["node_0"]
+    return out
+
+
+def test_reward_components_and_weights() -> None:
+    wl = jobs([4, 4, 4], arrival=[0.0, 0.0, 100.0])
+    env = tiny_env(wl, reward_weights={"jobs": 2.0, "makespan": 1.0})
+    steps = _episode_last_legal(env)
+    jobs_part = sum(i["reward_jobs"] for i in steps)
+    last = steps[-1]
     res = env.sim_result()
     jct = float((res.finish_time - wl.arrival).sum())
     assert jobs_part == pytest.approx(-2.0 * jct / env.z, rel=1e-9)
@@ -132,16 +143,7 @@ def test_reward_components_and_weights() -> None:
 def test_progress_shaping_telescopes_to_the_work_and_is_off_by_default(weight: float) -> None:
     wl = jobs([4, 2, 4], arrival=[0.0, 0.0, 100.0], seconds=900.0)
     env = tiny_env(wl, reward_weights={"progress": weight})
-    env.reset(seed=0)
-    prog: list[float] = []
-    while env.agents:
-        m = env.action_masks()
-        a = {ag: int(np.flatnonzero(m[i])[-1]) for i, ag in enumerate(env.possible_agents)}
-        _, rew, term, _, infos = env.step(a)
-        i0 = infos["node_0"]
-        assert rew["node_0"] == pytest.approx(sum(i0[k] for k in REWARD_KEYS))
-        prog.append(i0["reward_progress"])
-    assert term["node_0"]
+    prog = [i["reward_progress"] for i in _episode_last_legal(env)]
     # Every job finished: the potential fell from sum_j G_j work_j / v_j to 0.
     work_gpu_s = float((wl.req_gpus * wl.work / env.core.jt.best_tput).sum())
     assert work_gpu_s == pytest.approx(4 * 900 + 2 * 900 + 4 * 900)

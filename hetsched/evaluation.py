@@ -128,7 +128,11 @@ def run_one(
     row = compute_metrics(
         res, scheduler=name, workload=workload.name, cluster=cluster.name, seed=seed
     )
-    return RunOutput(row=row, extra=extended_metrics(res), result=res)
+    extra = extended_metrics(res)
+    stats = getattr(policy, "run_stats", None)
+    if callable(stats):  # the policy's own counters, e.g. how often a rule overrode MAIFS
+        extra.update({f"policy_{k}": float(v) for k, v in stats().items()})
+    return RunOutput(row=row, extra=extra, result=res)
 
 
 def evaluate(

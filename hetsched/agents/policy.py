@@ -104,6 +104,18 @@ class CoreActorPolicy(BasePolicy):
         self.fallbacks = 0
         self.guard_placements = 0
 
+    def run_stats(self) -> dict[str, float]:
+        """Counters of the run so far (``results_extended.csv`` columns ``policy_<name>``).
+
+        ``decision_steps``: the actor's decision steps; ``fallbacks``: rounds placed by the
+        idle-cluster fallback; ``guard_placements``: jobs placed by the starvation guard.
+        """
+        return {
+            "decision_steps": float(self.steps),
+            "fallbacks": float(self.fallbacks),
+            "guard_placements": float(self.guard_placements),
+        }
+
     def act(self, core: EnvCore) -> NDArray[np.int64]:
         """One action per node for the current decision step."""
         if self.actor is None:

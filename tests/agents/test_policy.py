@@ -120,5 +120,16 @@ def test_starvation_guard_places_a_job_left_waiting_on_idle_gpus(guard_s: float 
         assert res.start_time[1] >= res.finish_time[0] and pol.guard_placements == 0
     else:  # checked at the next decision point after 3600 s of waiting: j2's arrival
         assert res.start_time[1] == 7200.0 and pol.guard_placements >= 1
+    # The runner reports the policy's counters in results_extended.csv.
+    from hetsched.evaluation import run_one
+
+    out = run_one(
+        pol, name="x", cluster=cl, workload=wl, throughput=tm, sim_config=SimConfig(round_s=60),
+        seed=0, rng=np.random.default_rng(0),
+    )  # fmt: skip
+    assert out.extra["policy_guard_placements"] == pol.guard_placements
+    assert (out.extra["policy_guard_placements"] > 0) == (guard_s is not None)
+    assert out.extra["policy_decision_steps"] >= 1
+    assert (out.extra["policy_fallbacks"] > 0) == (guard_s is None)  # j1 waits until j0 ends
     with pytest.raises(ValueError, match="starve_guard_s"):
         CoreActorPolicy(EnvSettings(advance="event"), only_job0, starve_guard_s=-1.0)

@@ -331,3 +331,21 @@ def test_one_entry_per_job_rates_equal_the_general_reduction() -> None:
     for f, s in zip(fast, slow, strict=True):
         np.testing.assert_array_equal(f, s)
     assert (fast[0][jobs] > 0).all() and (fast[0][np.setdiff1d(np.arange(J), jobs)] == 0).all()
+
+
+def test_placement_signature_table_equals_the_hash_formula() -> None:
+    # The precomputed (node, GPUs) hash table gives the formula's per-job sums, and counts the
+    # table does not hold fall back to the formula.
+    from hetsched.sim.engine import _entry_hash
+
+    wl = make_workload([0] * 6, [1e6] * 6, [1] * 6)
+    cl = make_cluster([{"gpu_type": "v100", "count": 3, "gpus": 4, "cpus": 32, "mem_gib": 128}])
+    sim = Simulator(cl, wl, make_tm())
+    jobs, nodes = np.array([0, 1, 1, 3, 5]), np.array([0, 1, 2, 0, 2])
+    for gpus in (np.array([1, 2, 2, 4, 3]), np.array([1, 9, 2, 4, 3])):  # 9 > any node's GPUs
+        a = Allocation(jobs, nodes, gpus, np.ones(5), np.ones(5), np.full(5, -1))
+        h = _entry_hash(nodes.astype(np.uint64), gpus.astype(np.uint64))
+        want = np.zeros(6, dtype=np.uint64)
+        np.add.at(want, jobs, h)
+        np.testing.assert_array_equal(sim._signature(a), want)
+    assert (want[[0, 1, 3, 5]] != 0).all() and want[2] == want[4] == 0

@@ -7,7 +7,9 @@ Known values come from ``data.md`` section 5 / ``gavel.md`` section 6 and ``sia.
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
@@ -256,6 +258,17 @@ def test_phi(tm: ThroughputModel) -> None:
     half = tm.phi(np.array([r18, rec, lm]), np.full(3, 0.5), np.ones(3))
     np.testing.assert_allclose(half, [0.5**0.7, 0.5**0.3, 1.0])
     np.testing.assert_array_equal(tm.best_phi(np.array([r18, lm])), [1.5, 1.0])
+    # No CPU at all: sensitive models stop, insensitive ones (alpha = 0, 0**0 = 1) do not.
+    zero = tm.phi(np.array([r18, lm]), np.zeros(2), np.ones(2))
+    np.testing.assert_array_equal(zero, [0.0, 1.0])
+
+
+@pytest.mark.parametrize("field", ["cpu_alpha", "cpu_ceiling"])
+def test_negative_cpu_parameters_are_rejected(tm: ThroughputModel, field: str) -> None:
+    bad = getattr(tm, field).copy()
+    bad[3] = -0.5
+    with pytest.raises(HetschedError, match=f"{field}.*{re.escape(tm.models[3])}.*>= 0"):
+        replace(tm, **{field: bad})
 
 
 def test_cpu_classes_and_restart_delays(tm: ThroughputModel) -> None:

@@ -16,10 +16,15 @@ load on a shared machine); episode resets (which draw a new workload) are not co
 The workload is the ``philly`` preset (``--jobs`` jobs) when it exists, else the synthetic
 workload of :mod:`hetsched.envs.testing`. Episodes restart when they end.
 
+``--breakdown`` adds, for the multi-agent env, the inclusive wall time per step of the main
+functions of a step (the engine round, the masks, the observation, the claims, ...), measured
+with timers around each call (so the step itself runs a little slower); a function called from
+another one counts in both.
+
 Usage::
 
     python scripts/bench_env.py [--clusters sia_64 large_2048] [--steps 3000] [--jobs 400]
-                                [--out bench_env.json]
+                                [--out bench_env.json] [--breakdown]
 """
 
 from __future__ import annotations
@@ -66,6 +71,57 @@ class _Timed:
                 self.calls += 1
 
         sim.advance = advance
+
+
+#: (module, class, method) timed by ``--breakdown``.
+BREAKDOWN: tuple[tuple[str, str, str], ...] = (
+    ("hetsched.envs.cluster_env", "ClusterParallelEnv", "step"),
+    ("hetsched.envs.core", "EnvCore", "resolve_claims"),
+    ("hetsched.envs.core", "EnvCore", "end_decision"),
+    ("hetsched.sim.engine", "Simulator", "advance"),
+    ("hetsched.sim.engine", "Simulator", "job_rates"),
+    ("hetsched.envs.core", "EnvCore", "_start_round"),
+    ("hetsched.envs.core", "EnvCore", "refresh"),
+    ("hetsched.envs.features", "FeatureBuilder", "masks"),
+    ("hetsched.envs.core", "EnvCore", "observations"),
+    ("hetsched.envs.core", "EnvCore", "_resident"),
+    ("hetsched.envs.cluster_env", "ClusterParallelEnv", "_infos"),
+    ("hetsched.envs.core", "EnvCore", "round_allocation"),
+)
+
+
+def breakdown(cluster: str, steps: int, jobs: int, seed: int = 0) -> dict[str, float]:
+    """Inclusive microseconds per env step of the functions in :data:`BREAKDOWN`."""
+    import importlib
+
+    acc: dict[str, float] = {}
+    calls: dict[str, int] = {}
+    originals = []
+    for mod, cls_name, meth in BREAKDOWN:
+        cls = getattr(importlib.import_module(mod), cls_name)
+        f = getattr(cls, meth)
+        originals.append((cls, meth, f))
+        key = f"{cls_name}.{meth}"
+
+        def timed(*a: Any, _f: Any = f, _k: str = key, **k: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return _f(*a, **k)
+            finally:
+                acc[_k] = acc.get(_k, 0.0) + time.perf_counter() - t
+                calls[_k] = calls.get(_k, 0) + 1
+
+        setattr(cls, meth, timed)
+    try:
+        bench_parallel(cluster, steps, jobs, seed)  # resets are not stepped, but are timed
+    finally:
+        for cls, meth, f in originals:
+            setattr(cls, meth, f)
+    out: dict[str, float] = {}
+    for k in sorted(acc, key=lambda k: -acc[k]):
+        out[f"{k}_us"] = 1e6 * acc[k] / steps
+        out[f"{k}_calls"] = calls[k] / steps
+    return out
 
 
 def bench_parallel(cluster: str, steps: int, jobs: int, seed: int = 0) -> dict[str, float]:
@@ -146,11 +202,16 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=3000, help="env steps per measurement")
     ap.add_argument("--jobs", type=int, default=400, help="jobs per workload")
     ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON")
+    ap.add_argument(
+        "--breakdown", action="store_true", help="also time the main functions of a step"
+    )
     args = ap.parse_args()
     out: dict[str, Any] = {"load_avg_1m": os.getloadavg()[0], "cpus": os.cpu_count()}
     for cl in args.clusters:
         out[f"parallel_{cl}"] = bench_parallel(cl, args.steps, args.jobs)
         out[f"central_{cl}"] = bench_central(cl, args.steps, args.jobs)
+        if args.breakdown:
+            out[f"breakdown_{cl}"] = breakdown(cl, args.steps, args.jobs)
     out["load_avg_1m_end"] = os.getloadavg()[0]
     for k, v in out.items():
         if isinstance(v, dict):

@@ -617,7 +617,7 @@ class FeatureBuilder:
 
         Args:
             resident: Resident-slot features, shape (N, R, res_dim) (see
-                :meth:`entry_features`; the env keeps it up to date incrementally).
+                :meth:`entry_features`; the env builds it when it observes).
             count: Jobs (entries) per node this round, shape (N,).
             free_g: Free GPUs per node, shape (N,).
             free_c: Free CPU cores per node, shape (N,).

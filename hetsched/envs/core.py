@@ -42,7 +42,6 @@ the time between a job's arrival and its admission at the next round boundary), 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -229,8 +228,7 @@ class EnvCore:
                 self.free_g = np.where(up, self.free_g, 0)
                 self.free_c = np.where(up, self.free_c, 0.0)
                 self.free_m = np.where(up, self.free_m, 0.0)
-        # Entries placed this round: (jobs, nodes, gpus, cpus, mem) arrays per placement.
-        self._new: list[tuple[NDArray[Any], ...]] = []
+        self._new: list[Allocation] = []  # one per placement this round
         self._placed[:] = False
         # Entries per node this round (resident-slot features are built when observed).
         self._count = np.bincount(cur.node, minlength=N).astype(np.int64)
@@ -257,7 +255,7 @@ class EnvCore:
         self.free_g[nodes] -= gpus
         self.free_c[nodes] -= cpus
         self.free_m[nodes] -= mem
-        self._new.append((jobs, nodes, gpus, cpus, mem))
+        self._new.append(Allocation(jobs, nodes, gpus, cpus, mem, np.full(jobs.shape[0], -1)))
         self._count[nodes] += 1  # distinct nodes: no repeated index
         self._placed[jobs] = True
         self._n_new_jobs += len(set(jobs.tolist()))  # distinct jobs (a gang repeats its job)
@@ -329,14 +327,7 @@ class EnvCore:
 
     def round_allocation(self) -> Allocation:
         """Running jobs plus everything placed so far this round."""
-        if not self._new:
-            return self._cur
-        parts = [self._cur.job, self._cur.node, self._cur.gpus, self._cur.cpus, self._cur.mem]
-        cols = [np.concatenate([p, *(e[i] for e in self._new)]) for i, p in enumerate(parts)]
-        share = np.full(cols[0].shape[0], -1, dtype=np.int64)
-        share[: self._cur.size] = self._cur.share
-        job, node, gpus, cpus, mem = cols
-        return Allocation(job, node, gpus, cpus, mem, share)  # converts dtypes if needed
+        return Allocation.concat([self._cur, *self._new]) if self._new else self._cur
 
     def _future_arrivals(self) -> bool:
         """A job still arrives, or a down node comes back (so waiting jobs may run later)."""

@@ -564,8 +564,8 @@ class Simulator:
         N = self.cluster.num_nodes
         per_node = np.bincount(a.node, minlength=N)
         factor = (1.0 - self.tm.node_iota) ** (per_node[a.node] - 1)
-        sh = np.flatnonzero(a.share >= 0) if a.share.max() >= 0 else None
-        if sh is not None and sh.size:
+        if int(a.share.max()) >= 0:  # some entries share GPUs
+            sh = np.flatnonzero(a.share >= 0)
             key = a.node[sh] * (int(a.share[sh].max()) + 1) + a.share[sh]
             order = np.argsort(key, kind="stable")
             ks = key[order]
@@ -795,10 +795,7 @@ class Simulator:
             self.current = alloc
 
         if self.config.record_timeline:
-            if alloc.size and int(alloc.share.max()) >= 0:  # a shared GPU group counts once
-                busy_gpus = int(alloc.used_gpus_per_node(self.cluster.num_nodes).sum())
-            else:
-                busy_gpus = int(alloc.gpus.sum())
+            busy_gpus = int(alloc.used_gpus_per_node(self.cluster.num_nodes).sum())
             by_type = np.bincount(gtype, weights=alloc.gpus, minlength=self.gpu_s_by_type.shape[1])[
                 self._types_present
             ]

@@ -31,6 +31,20 @@ def test_teacher_scores_two_and_checkpoint_is_scored() -> None:
     assert all(r["jct_h"] > 0 and r["mk_h"] > 0 for r in rows)
 
 
+def test_quiet_set_runs_consecutive_jobs_not_the_busiest_window() -> None:
+    mod = _load()
+    ck = ROOT / "checkpoints" / "maifs_default.pt"
+    kw = {"seeds": [50]}
+    _, quiet = mod.score_checkpoints([ck], sets=[("pai_mixed", 20000, False)], **kw)  # type: ignore[attr-defined]
+    _, busy = mod.score_checkpoints([ck], sets=[("pai_mixed", 20000)], **kw)  # type: ignore[attr-defined]
+    assert {r["start"] for r in quiet} == {"20000 (quiet)"} and {r["start"] for r in busy} == {
+        20000
+    }
+    q = {r["name"]: r["mk_h"] for r in quiet}
+    b = {r["name"]: r["mk_h"] for r in busy}
+    assert q["teacher"] != b["teacher"]  # a different stretch of the trace
+
+
 def test_validation_sets_avoid_the_test_windows() -> None:
     mod = _load()
     sets = mod.VALIDATION_SETS  # type: ignore[attr-defined]

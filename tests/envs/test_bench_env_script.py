@@ -23,3 +23,21 @@ def test_bench_env_reports_speed_and_breakdown(tmp_path: Path) -> None:
     assert bd["ClusterParallelEnv.step_calls"] == 1.0
     step_us = bd["ClusterParallelEnv.step_us"]
     assert 0 < bd["FeatureBuilder.masks_us"] < step_us and 0 < bd["Simulator.advance_us"] < step_us
+
+
+def test_compare_fingerprint_ignores_only_the_named_info_keys() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("cmp", ROOT / "scripts/bench_env_compare.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+
+    def fp(*ignore: str) -> str:
+        cmd = [sys.executable, "-c", mod.FINGERPRINT, "6", *ignore]
+        return subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, text=True).stdout
+
+    base = fp()
+    assert fp("no_such_key") == base  # nothing to leave out: same hash
+    assert fp("reward_progress") != base  # the key is left out of every info
+    assert mod._parse_speed("parallel_sia_64: steps=3, ma_steps_per_cpu_s=123.5, x=1") == 123.5

@@ -52,3 +52,12 @@ def test_per_job_static_masks_equal_direct_masks(
         if term["node_0"] or trunc["node_0"]:
             env.reset()
     assert checked > 50  # most steps had jobs in the window
+
+
+def test_decode_legal_equals_decode_for_every_placement_action() -> None:
+    from hetsched.envs.spaces import ActionCodec, LevelSets
+
+    for groups in (1, 3):
+        codec = ActionCodec(5, LevelSets(), groups=groups)
+        a = np.arange(1, codec.n)
+        np.testing.assert_array_equal(codec.decode_legal(a), np.stack(codec.decode(a)))

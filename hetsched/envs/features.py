@@ -37,7 +37,6 @@ the node-independent part (``8 + M + L_c + L_m``) plus relative throughput per c
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -383,12 +382,18 @@ class FeatureBuilder:
         self.one_flat = int(np.ravel_multi_index(self.one, sizes))
         self.num_gpus = float(cluster.num_gpus)
         self._keep_factor = 1.0 - tm.node_iota
+        self._slowdown_by_count = self._slowdown_table(int(cluster.node_gpus.max()) + 2)
+        T = NUM_TYPES
+        self._node_head = np.zeros((N, T + 7))  # node_blocks' constant columns
+        self._node_head[:, :T] = self.type_onehot
+        self._node_head[:, T + 1] = self.node_size
         self._static_cache: tuple[JobTable, bytes, bytes, _WindowStatic] | None = None
         # Window features that depend only on the window: (jt, window bytes, common, per-node).
         self._win_cache: tuple[JobTable, bytes, NDArray[np.float64], NDArray[np.float64]] | None = (
             None
         )
         self._per_job_cache: tuple[JobTable, _PerJobStatic | None] | None = None
+        self._win_jobs = np.zeros(window, dtype=np.int64)  # the cached window's jobs (0 if empty)
         # Per-type sums without BLAS (tiny matmuls would wake OpenBLAS threads): nodes sorted
         # by type, one reduceat segment per present type, in ascending catalogue order.
         self.type_perm = np.argsort(cluster.node_type, kind="stable")
@@ -533,18 +538,22 @@ class FeatureBuilder:
         cap_m *= st.mem_okf
         # GPUs that fit at each (CPU, memory) level pair, then repeated over the GPU levels so
         # that every array below is (N, K, A1) in the codec's action order.
-        cap2 = np.minimum(cap_c[:, :, :, None], cap_m[:, :, None, :]).reshape(N, K, 1, Lc * Lm)
-        tcap2 = self.per_type_sum(cap2)[self.node_group]  # capacity of the node's type
-        rep = (N, K, A1 // (Lc * Lm), Lc * Lm)
-        cap = np.broadcast_to(cap2, rep).reshape(N, K, A1)
-        fits = cap >= G
-        single = fits & t_single
-        gang_ok = (cap >= 1.0) & (np.broadcast_to(tcap2, rep).reshape(N, K, A1) >= G) & t_gang
-        legal = np.where(fits, t_single, gang_ok)
+        Lg, LcLm = A1 // (Lc * Lm), Lc * Lm
+        # Capacity per (CPU, memory) level pair, compared by broadcasting with the GPU count per
+        # GPU level (G is constant over the CPU and memory levels): shape (N, K, Lg, Lc * Lm).
+        cap2 = np.minimum(cap_c[:, :, :, None], cap_m[:, :, None, :]).reshape(N, K, 1, LcLm)
+        G4 = G.reshape(K, Lg, LcLm)[:, :, :1]
+        ts4 = t_single.reshape(N, K, Lg, LcLm)
+        fits = cap2 >= G4
+        single = fits & ts4
+        type_fits = (self.per_type_sum(cap2) >= G4)[self.node_group]  # the node's type has room
+        gang_ok = type_fits & (cap2 >= 1.0) & t_gang.reshape(N, K, Lg, LcLm)
+        legal = np.where(fits, ts4, gang_ok)
         mask = np.empty((N, 1 + K * A1), dtype=np.int8)
         mask[:, 0] = 1
         mask[:, 1:] = legal.reshape(N, -1)
-        Lg = A1 // (Lc * Lm)
+        legal = legal.reshape(N, K, A1)
+        single = single.reshape(N, K, A1)
         shape5 = (N, K, Lg, Lc, Lm)
         return MaskArrays(
             mask=mask,
@@ -553,7 +562,7 @@ class FeatureBuilder:
             cpu_per_gpu=cpg,
             mem_per_gpu=mpg,
             mem_ok=st.mem_ok,
-            fits_any=cast(NDArray[np.bool_], legal.any(axis=2)),
+            fits_any=np.logical_or.reduce(legal, axis=2),
             fits_one=single[:, :, self.one_flat],
         )
 
@@ -626,17 +635,25 @@ class FeatureBuilder:
         """
         N, T = self.type_onehot.shape
         out = np.empty((N, T + 7 + resident[0].size))
-        out[:, :T] = self.type_onehot
+        out[:, : T + 7] = self._node_head  # the type one-hot and node size (constants)
         head = out[:, T : T + 7]
         head[:, 0] = free_g / self.node_gpus
-        head[:, 1] = self.node_size
         head[:, 2] = free_c / self.node_cpus
         head[:, 3] = free_m / self.node_mem
         head[:, 4] = node_up
         head[:, 5] = np.minimum(count / self.R, 1.0)
-        head[:, 6] = np.where(count >= 1, 1.0 - self._keep_factor ** np.maximum(count - 1, 0), 0.0)
+        try:  # the co-runner slowdown, tabulated by entry count
+            head[:, 6] = self._slowdown_by_count[count]
+        except IndexError:  # more entries on a node than the table holds
+            self._slowdown_by_count = self._slowdown_table(int(count.max()) + 1)
+            head[:, 6] = self._slowdown_by_count[count]
         out[:, T + 7 :] = resident.reshape(N, -1)
         return out
+
+    def _slowdown_table(self, size: int) -> NDArray[np.float64]:
+        """Node interference slowdown ``1 - keep ** (c - 1)`` for ``c`` entries (0 if none)."""
+        c = np.arange(size)
+        return np.where(c >= 1, 1.0 - self._keep_factor ** np.maximum(c - 1, 0), 0.0)
 
     def _window_fixed(
         self, jt: JobTable, wl: Workload, window: NDArray[np.int64], slot_ok: NDArray[np.bool_]
@@ -652,6 +669,7 @@ class FeatureBuilder:
         if c is not None and c[0] is jt and c[1] == wb:
             return c[2], c[3]
         w = np.where(slot_ok, window, 0)
+        self._win_jobs = w
         pj = self._per_job_static(jt, wl)
         if pj is None:
             p = self._job_static(jt, wl, w)
@@ -675,16 +693,20 @@ class FeatureBuilder:
     ) -> NDArray[np.float64]:
         """Node-independent window features, shape (K, job_common_dim)."""
         fixed = self._window_fixed(jt, wl, window, slot_ok)[0]
-        w = np.where(slot_ok, window, 0)
+        w = self._win_jobs  # the window's jobs, empty slots reading job 0 (set by _window_fixed)
         best = jt.best_tput[w]
-        rem_s = np.where(best > 0, remaining[w] / np.where(best > 0, best, 1.0), 0.0)
         S1 = fixed.shape[1]
         out = np.empty((w.shape[0], S1 + 3))
         out[:, :S1] = fixed
-        out[:, S1] = squash(now - wl.arrival[w], HOUR)
-        out[:, S1 + 1] = squash(attained[w], HOUR)
-        out[:, S1 + 2] = squash(rem_s, HOUR)
-        out[:, S1:] *= slot_ok[:, None]
+        # Waiting time, attained service and remaining time at the best rate, squashed together.
+        d = np.empty((3, w.shape[0]))
+        np.subtract(now, wl.arrival[w], out=d[0])
+        d[1] = attained[w]
+        d[2] = np.where(best > 0, remaining[w] / np.where(best > 0, best, 1.0), 0.0)
+        np.maximum(d, 0.0, out=d)
+        d /= d + HOUR
+        d *= slot_ok
+        out[:, S1:] = d.T
         return out
 
     def window_node(
@@ -721,7 +743,7 @@ class FeatureBuilder:
         out[1] = n_placed / (n_placed + self.cluster.num_nodes)
         # Types absent from the cluster have no busy GPUs: 0 / 1 = 0.
         np.divide(busy, np.maximum(self.gpus_per_type, 1.0), out=out[2 : 2 + T])
-        out[2 + T] = free_g.sum() / self.num_gpus
+        out[2 + T] = int(free_g.sum()) / self.num_gpus
         out[3 + T] = min(decision_step / self.max_decisions, 1.0)
         out[4 + T] = n_done / num_jobs
         out[5 + T] = n_arrived / num_jobs

@@ -145,8 +145,10 @@ class Allocation:
 
     def used_cpus_per_node(self, num_nodes: int) -> FloatArray:
         """CPU cores in use per node, shape (num_nodes,)."""
-        return np.bincount(self.node, weights=self.cpus, minlength=num_nodes).astype(np.float64)
+        return np.asarray(
+            np.bincount(self.node, weights=self.cpus, minlength=num_nodes), np.float64
+        )
 
     def used_mem_per_node(self, num_nodes: int) -> FloatArray:
         """Memory in use per node in GiB, shape (num_nodes,)."""
-        return np.bincount(self.node, weights=self.mem, minlength=num_nodes).astype(np.float64)
+        return np.asarray(np.bincount(self.node, weights=self.mem, minlength=num_nodes), np.float64)

@@ -51,7 +51,7 @@ from hetsched.envs.presets import WorkloadFactory, make_workload
 from hetsched.envs.spaces import ActionCodec, EnvSettings
 from hetsched.sim.allocation import Allocation
 from hetsched.sim.cluster import Cluster
-from hetsched.sim.engine import FUTURE, PENDING, RoundRecord, SimConfig, SimState, Simulator
+from hetsched.sim.engine import FUTURE, RoundRecord, SimConfig, SimState, Simulator
 from hetsched.sim.faults import FailureSpec
 from hetsched.sim.throughput import ThroughputModel
 from hetsched.sim.workload import Workload
@@ -234,8 +234,7 @@ class EnvCore:
         self._count = np.bincount(cur.node, minlength=N).astype(np.int64)
         self._n_cur_jobs = len(set(cur.job.tolist()))  # distinct running jobs
         self._n_new_jobs = 0
-        active = sim.active_jobs()
-        pend = active[sim.status[active] == PENDING]
+        pend = sim.pending_jobs()
         if self.cfg.window_order == "attained" and pend.size:
             pend = pend[np.lexsort((pend, sim.attained_gpu_s[pend]))]
         self.pending = pend

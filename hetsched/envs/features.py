@@ -397,6 +397,7 @@ class FeatureBuilder:
         # Per-type sums without BLAS (tiny matmuls would wake OpenBLAS threads): nodes sorted
         # by type, one reduceat segment per present type, in ascending catalogue order.
         self.type_perm = np.argsort(cluster.node_type, kind="stable")
+        self._type_sorted = bool((self.type_perm == np.arange(N)).all())  # no gather needed
         st = cluster.node_type[self.type_perm]
         self.type_starts = np.flatnonzero(np.r_[True, st[1:] != st[:-1]])
         self.present_types = st[self.type_starts]
@@ -404,7 +405,8 @@ class FeatureBuilder:
 
     def per_type_sum(self, x: NDArray[np.floating]) -> NDArray[np.float64]:
         """Sum over the nodes of each present GPU type, shape (P, ...) for ``x`` (N, ...)."""
-        return np.asarray(np.add.reduceat(x[self.type_perm], self.type_starts, axis=0))
+        xs = x if self._type_sorted else x[self.type_perm]
+        return np.asarray(np.add.reduceat(xs, self.type_starts, axis=0))
 
     def per_type_any(self, x: NDArray[np.bool_]) -> NDArray[np.bool_]:
         """Any over the nodes of each present GPU type, shape (P, ...) for ``x`` (N, ...)."""

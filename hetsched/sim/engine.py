@@ -349,6 +349,11 @@ class Simulator:
         st = self.status[lo:hi]
         return np.flatnonzero((st == PENDING) | (st == RUNNING)) + lo  # intp is int64
 
+    def pending_jobs(self) -> NDArray[np.int64]:
+        """Indices of arrived jobs waiting to run (arrival order)."""
+        lo, hi = self._active_lo, self._next_arrival
+        return np.flatnonzero(self.status[lo:hi] == PENDING) + lo  # intp is int64
+
     def _num_active(self) -> int:
         return int(self.active_jobs().shape[0])
 

@@ -31,7 +31,7 @@ from hetsched.envs.presets import WorkloadFactory
 from hetsched.envs.spaces import EnvSettings
 from hetsched.sim.allocation import Allocation
 from hetsched.sim.cluster import Cluster
-from hetsched.sim.engine import DONE, SimState
+from hetsched.sim.engine import DONE, PENDING, SimState
 from hetsched.sim.metrics import compute_metrics
 from hetsched.sim.throughput import ThroughputModel
 from hetsched.sim.workload import Workload
@@ -147,6 +147,10 @@ class _StateView:
 
     def active_jobs(self) -> NDArray[np.int64]:
         return self._active
+
+    def pending_jobs(self) -> NDArray[np.int64]:
+        a = self._active
+        return a[self.status[a] == PENDING]
 
 
 class StateCore(EnvCore):

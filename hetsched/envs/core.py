@@ -146,6 +146,7 @@ class EnvCore:
         self.stalled = False
         self._empty: MaskArrays | None = None
         self._obs_cache: tuple[NDArray[np.float64], ...] | None = None
+        self._any_legal: bool | None = None
         self.ma: MaskArrays
 
     # ------------------------------------------------------------------ episode
@@ -249,12 +250,17 @@ class EnvCore:
         cpus: NDArray[np.float64],
         mem: NDArray[np.float64],
     ) -> None:
-        """Record new entries (distinct nodes) in the round's allocation and free resources."""
+        """Record new entries (distinct nodes) in the round's allocation and free resources.
+
+        The arrays must be 1-D with the :class:`Allocation` field dtypes (int64 / float64): they
+        are wrapped without conversion.
+        """
         assert self.sim is not None and self.wl is not None
         self.free_g[nodes] -= gpus
         self.free_c[nodes] -= cpus
         self.free_m[nodes] -= mem
-        self._new.append(Allocation(jobs, nodes, gpus, cpus, mem, np.full(jobs.shape[0], -1)))
+        share = np.full(jobs.shape[0], -1, dtype=np.int64)
+        self._new.append(Allocation._of_arrays(jobs, nodes, gpus, cpus, mem, share))
         self._count[nodes] += 1  # distinct nodes: no repeated index
         self._placed[jobs] = True
         self._n_new_jobs += len(set(jobs.tolist()))  # distinct jobs (a gang repeats its job)
@@ -270,6 +276,7 @@ class EnvCore:
         self.slot_ok = win >= 0
         if not self._may_fit(rest):
             self.ma = self._empty_masks()
+            self._any_legal = False
             self._obs_cache = None
             return
         self.ma = self.features.masks(
@@ -282,6 +289,7 @@ class EnvCore:
             self.free_m,
             self.node_up,
         )
+        self._any_legal = None  # computed when first asked
         self._obs_cache = None
 
     def _may_fit(self, jobs: NDArray[np.int64]) -> bool:
@@ -322,7 +330,9 @@ class EnvCore:
     @property
     def any_legal(self) -> bool:
         """Some agent has a legal placement."""
-        return bool(self.ma.mask[:, 1:].any())
+        if self._any_legal is None:  # once per refresh of the masks
+            self._any_legal = bool(self.ma.mask[:, 1:].any())
+        return self._any_legal
 
     def round_allocation(self) -> Allocation:
         """Running jobs plus everything placed so far this round."""

@@ -19,6 +19,7 @@ from hetsched.sim import (
     compute_metrics,
 )
 from hetsched.sim.catalog import GPU_TYPE_NAMES
+from hetsched.sim.engine import PENDING
 from hetsched.sim.metrics import best_solo_time, extended_metrics
 
 V100 = GPU_TYPE_NAMES.index("v100")
@@ -349,3 +350,35 @@ def test_placement_signature_table_equals_the_hash_formula() -> None:
         np.add.at(want, jobs, h)
         np.testing.assert_array_equal(sim._signature(a), want)
     assert (want[[0, 1, 3, 5]] != 0).all() and want[2] == want[4] == 0
+
+
+def test_co_runner_factor_table_equals_the_formula_and_grows() -> None:
+    # The node co-runner factor is tabulated by entry count; counts beyond the table (GPU
+    # sharing can put more entries on a node than it has GPUs) extend it with the same formula.
+    node_iota = 0.07
+    J = 8
+    wl = make_workload([0] * J, [1e6] * J, [1] * J)
+    sim = Simulator(one_node(2), wl, make_tm(node_iota=node_iota))
+    size = sim._keep_by_count.shape[0]
+    share = np.arange(J) // 2  # four GPU-sharing pairs on a 2-GPU node: 8 entries on one node
+    a = Allocation(np.arange(J), np.zeros(J), np.ones(J), np.ones(J), np.ones(J), share)
+    assert size < J + 1
+    undo = 1.0 / (1.0 - node_iota)
+    pair = 1.0 - sim.tm.pair_iota[0, 0, V100]
+    want = np.minimum((1.0 - node_iota) ** (J - 1) * pair * undo, 1.0)
+    np.testing.assert_allclose(sim._interference(a), np.full(J, want), rtol=1e-12)
+    assert sim._keep_by_count.shape[0] == J + 1
+    np.testing.assert_array_equal(
+        sim._keep_by_count[1:], (1.0 - node_iota) ** (np.arange(1, J + 1) - 1)
+    )
+
+
+def test_pending_jobs_are_the_waiting_active_jobs() -> None:
+    wl = make_workload([0, 0, 0, 50, 5000], [1e4] * 5, [1, 1, 1, 1, 1])
+    sim = Simulator(one_node(2), wl, make_tm())
+    for _ in range(4):
+        act = sim.active_jobs()
+        np.testing.assert_array_equal(sim.pending_jobs(), act[sim.status[act] == PENDING])
+        run = sim.pending_jobs()[:1]
+        sim.advance(Allocation.from_entries([(int(j), 0, 1, 8.0, 32.0) for j in run]))
+    assert sim.pending_jobs().dtype == np.int64

@@ -65,6 +65,7 @@ def score_checkpoints(
     *,
     long_guard_s: float | None = None,
     starve_guard_s: float | None = None,
+    migrate_gain: float | None = None,
     sets: Sequence[tuple[str, int] | tuple[str, int, bool]] = VALIDATION_SETS,
     seeds: Sequence[int] = SEEDS,
 ) -> tuple[dict[str, float], list[dict[str, Any]]]:
@@ -74,6 +75,7 @@ def score_checkpoints(
         paths: Checkpoint files.
         long_guard_s: Turn on the long-job guard for every checkpoint (None: as saved).
         starve_guard_s: Turn on the starvation guard for every checkpoint (None: off).
+        migrate_gain: Turn on migration to idle faster GPUs for every checkpoint (None: off).
         sets: ``(cluster, start)`` or ``(cluster, start, busiest)`` validation sets.
         seeds: Seeds per set.
 
@@ -87,7 +89,11 @@ def score_checkpoints(
     policies: dict[str, Callable[[], Any]] = {"teacher": teacher}
     for p in paths:
         policies[str(p)] = partial(
-            MAIFSPolicy, checkpoint=p, long_guard_s=long_guard_s, starve_guard_s=starve_guard_s
+            MAIFSPolicy,
+            checkpoint=p,
+            long_guard_s=long_guard_s,
+            starve_guard_s=starve_guard_s,
+            migrate_gain=migrate_gain,
         )
     rows: list[dict[str, Any]] = []
     ratios: dict[str, list[float]] = {name: [] for name in policies}
@@ -135,13 +141,17 @@ def main() -> None:
     ap.add_argument("checkpoints", nargs="+", type=Path)
     ap.add_argument("--long-guard-s", type=float, default=None)
     ap.add_argument("--starve-guard-s", type=float, default=None)
+    ap.add_argument("--migrate-gain", type=float, default=None)
     ap.add_argument("--out", type=Path, default=None, help="also write the tables as Markdown")
     args = ap.parse_args()
     missing = [str(p) for p in args.checkpoints if not p.is_file()]
     if missing:
         ap.error(f"no such checkpoint file: {', '.join(missing)}")
     scores, rows = score_checkpoints(
-        args.checkpoints, long_guard_s=args.long_guard_s, starve_guard_s=args.starve_guard_s
+        args.checkpoints,
+        long_guard_s=args.long_guard_s,
+        starve_guard_s=args.starve_guard_s,
+        migrate_gain=args.migrate_gain,
     )
     lines = ["| cluster | start | name | avg JCT (h) | makespan (h) |", "|---|---|---|---|---|"]
     lines += [

@@ -247,6 +247,9 @@ class MAIFSSchedulerConf:
         long_guard_s: Turn on the long-job guard (s); null = the checkpoint's setting.
         starve_guard_s: Turn on the starvation guard (s; null = off): see
             :class:`hetsched.agents.policy.CoreActorPolicy`.
+        migrate_gain: Move running jobs to idle faster GPUs when that saves at least this
+            fraction of their remaining time (null = off): see
+            :class:`hetsched.agents.policy.CoreActorPolicy`.
     """
 
     _target_: str = "hetsched.agents.policy.MAIFSPolicy"
@@ -255,6 +258,7 @@ class MAIFSSchedulerConf:
     conflict: str | None = None
     long_guard_s: float | None = None
     starve_guard_s: float | None = None
+    migrate_gain: float | None = None
 
 
 @dataclass

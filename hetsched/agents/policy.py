@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 from hetsched.agents.driver import StateCore
 from hetsched.agents.teacher import SJFTeacher
 from hetsched.baselines.base import BasePolicy
-from hetsched.envs.core import EnvCore
+from hetsched.envs.core import EPS, EnvCore
 from hetsched.envs.spaces import EnvSettings
 from hetsched.sim.allocation import Allocation
 from hetsched.sim.cluster import Cluster
@@ -54,6 +54,16 @@ class CoreActorPolicy(BasePolicy):
       Being event-driven, the policy checks it at decision points (arrivals and completions).
       ``scheduler=maifs`` turns it on at 6 h (``conf/scheduler/maifs.yaml``; chosen on the
       validation windows, ``docs/results.md``).
+    * **Migration to idle faster GPUs** (``migrate_gain``, off by default): the optional
+      ``rebalance`` step of the reference design (``maifs.md`` section 2), restricted to moves.
+      After the placements, a running single-node job moves, with its GPU count and CPU and
+      memory amounts unchanged, to a node of a faster GPU type for it that is up, has room for
+      it and on which no window job is legal at its requested amounts (idle capacity that the
+      waiting jobs cannot use now) -- when its estimated remaining time there, restart delay
+      included, is below ``1 - migrate_gain`` times its remaining time where it is (isolated
+      rates). The largest saving moves first; a node freed by a move is not a target in the
+      same round. The engine charges the move as a restart. Non-preemptive otherwise: no job
+      is stopped to make room.
 
     Args:
         settings: Env settings the actor was built for (``advance`` must be ``"event"``).
@@ -61,6 +71,8 @@ class CoreActorPolicy(BasePolicy):
         name: Scheduler name.
         starve_guard_s: Waiting time (s) after which the starvation guard places a job that
             fits; None = off.
+        migrate_gain: Smallest fraction of its remaining time a move must save (in [0, 1));
+            None = no migration.
     """
 
     event_driven = True
@@ -71,6 +83,7 @@ class CoreActorPolicy(BasePolicy):
         actor: Actor | None = None,
         name: str = "core",
         starve_guard_s: float | None = None,
+        migrate_gain: float | None = None,
     ) -> None:
         if settings.advance != "event":
             raise ValueError(
@@ -88,6 +101,10 @@ class CoreActorPolicy(BasePolicy):
             raise ValueError(f"starve_guard_s={starve_guard_s!r} must be >= 0 seconds or None")
         self.starve_guard_s = starve_guard_s
         self.guard_placements = 0
+        if migrate_gain is not None and not 0.0 <= migrate_gain < 1.0:
+            raise ValueError(f"migrate_gain={migrate_gain!r} must be in [0, 1) or None")
+        self.migrate_gain = migrate_gain
+        self.migrations = 0
 
     def reset(
         self,
@@ -103,17 +120,20 @@ class CoreActorPolicy(BasePolicy):
         self.steps = 0
         self.fallbacks = 0
         self.guard_placements = 0
+        self.migrations = 0
 
     def run_stats(self) -> dict[str, float]:
         """Counters of the run so far (``results_extended.csv`` columns ``policy_<name>``).
 
         ``decision_steps``: the actor's decision steps; ``fallbacks``: rounds placed by the
-        idle-cluster fallback; ``guard_placements``: jobs placed by the starvation guard.
+        idle-cluster fallback; ``guard_placements``: jobs placed by the starvation guard;
+        ``migrations``: running jobs moved to a faster GPU type.
         """
         return {
             "decision_steps": float(self.steps),
             "fallbacks": float(self.fallbacks),
             "guard_placements": float(self.guard_placements),
+            "migrations": float(self.migrations),
         }
 
     def act(self, core: EnvCore) -> NDArray[np.int64]:
@@ -145,7 +165,68 @@ class CoreActorPolicy(BasePolicy):
             # teacher places this round (counted in ``fallbacks``).
             core.resolve_claims(SJFTeacher().act(core))
             self.fallbacks += 1
+        if self.migrate_gain is not None:
+            return self._migrate(core, state, self.migrate_gain)
         return core.allocation()
+
+    def _migrate(self, core: EnvCore, state: SimState, gain: float) -> Allocation:
+        """The round's allocation with running jobs moved to idle faster nodes (class doc)."""
+        alloc = core.round_allocation()
+        cur = state.current
+        wl, tm, cl = core.wl, core.tm, core.cluster
+        assert wl is not None and core.jt is not None
+        if cur.size == 0:
+            return alloc
+        # Running single-node jobs (a job's entries are all in ``cur``; new ones are not).
+        e = np.flatnonzero(np.bincount(cur.job, minlength=wl.num_jobs)[cur.job] == 1)
+        if e.size == 0:
+            return alloc
+        job, G = cur.job[e], cur.gpus[e]
+        cpus, mem = cur.cpus[e], cur.mem[e]
+        model, types = wl.model[job], cl.node_type
+        # Targets: up nodes with free GPUs on which no window job is legal at its request.
+        g1, c1, m1 = core.features.one
+        waiting_fit = core.ma.legal[:, :, g1, c1, m1].any(axis=1)
+        target = core.node_up & (core.free_g > 0) & ~waiting_fit
+        if not target.any():
+            return alloc
+        rate_now = tm.isolated(model, types[cur.node[e]], G, False)  # (E,)
+        rate_new = tm.isolated(model[:, None], types[None, :], G[:, None], False)  # (E, N)
+        rem = state.remaining[job]
+        t_now = rem / np.where(rate_now > 0, rate_now, np.inf)
+        t_new = tm.restart_delay_s[model][:, None] + rem[:, None] / np.where(
+            rate_new > 0, rate_new, np.nan
+        )
+        ok = (
+            target[None, :]
+            & wl.allowed_types[job][:, types]
+            & (rate_new > rate_now[:, None])
+            & (t_new < (1.0 - gain) * t_now[:, None])
+        )
+        if not ok.any():
+            return alloc
+        free_g, free_c, free_m = core.free_g.copy(), core.free_c.copy(), core.free_m.copy()
+        saving = np.where(ok, t_now[:, None] - t_new, -np.inf)
+        moved: dict[int, int] = {}  # entry index in e -> target node
+        while True:
+            fits = (free_g[None, :] >= G[:, None]) & (free_c[None, :] >= cpus[:, None] - EPS)
+            fits &= free_m[None, :] >= mem[:, None] - EPS
+            s = np.where(fits, saving, -np.inf)
+            best = int(np.argmax(s))
+            i, n = divmod(best, core.N)
+            if not np.isfinite(s[i, n]):
+                break
+            moved[i] = n
+            free_g[n] -= G[i]
+            free_c[n] -= cpus[i]
+            free_m[n] -= mem[i]
+            saving[i, :] = -np.inf  # one move per job per round
+        idx = np.fromiter(moved, dtype=np.int64, count=len(moved))
+        nodes = np.fromiter(moved.values(), dtype=np.int64, count=len(moved))
+        self.migrations += len(moved)
+        keep = alloc.select(~np.isin(alloc.job, job[idx]))
+        new = Allocation(job[idx], nodes, G[idx], cpus[idx], mem[idx], np.full(idx.size, -1))
+        return Allocation.concat([keep, new])
 
     @staticmethod
     def _starved_claim(core: EnvCore, now: float, wait_s: float) -> NDArray[np.int64] | None:
@@ -211,6 +292,8 @@ class MAIFSPolicy(CoreActorPolicy):
             :func:`hetsched.agents.agent.agent_masks`); None = the checkpoint's setting.
         starve_guard_s: Turn on the starvation guard (s; see :class:`CoreActorPolicy`);
             None = off.
+        migrate_gain: Turn on migration to idle faster GPUs (see :class:`CoreActorPolicy`);
+            None = off.
         net: Use this network and config instead of a file (training-time evaluation).
     """
 
@@ -221,6 +304,7 @@ class MAIFSPolicy(CoreActorPolicy):
         conflict: str | None = None,
         long_guard_s: float | None = None,
         starve_guard_s: float | None = None,
+        migrate_gain: float | None = None,
         net: tuple[Any, Any] | None = None,
     ) -> None:
         import torch
@@ -238,7 +322,13 @@ class MAIFSPolicy(CoreActorPolicy):
             self.conf.env.long_guard_s = float(long_guard_s)
         self.greedy = greedy
         self.conflict = conflict
-        super().__init__(env_settings(self.conf.env), None, "maifs", starve_guard_s=starve_guard_s)
+        super().__init__(
+            env_settings(self.conf.env),
+            None,
+            "maifs",
+            starve_guard_s=starve_guard_s,
+            migrate_gain=migrate_gain,
+        )
 
     def reset(
         self,

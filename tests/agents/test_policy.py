@@ -133,3 +133,54 @@ def test_starvation_guard_places_a_job_left_waiting_on_idle_gpus(guard_s: float 
     assert (out.extra["policy_fallbacks"] > 0) == (guard_s is None)  # j1 waits until j0 ends
     with pytest.raises(ValueError, match="starve_guard_s"):
         CoreActorPolicy(EnvSettings(advance="event"), only_job0, starve_guard_s=-1.0)
+
+
+@pytest.mark.parametrize(
+    ("gain", "blocker", "moves"), [(None, False, 0), (0.1, False, 1), (0.9, False, 0), (0.1, True, 0)]
+)
+def test_migration_moves_a_running_job_to_an_idle_faster_gpu(
+    gain: float | None, blocker: bool, moves: int
+) -> None:
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.core import EnvCore
+    from hetsched.envs.spaces import EnvSettings
+
+    tm = tiny_tm()  # 4x faster on the A100
+    cl = make_cluster(
+        [
+            {"gpu_type": "t4", "count": 1, "gpus": 1, "cpus": 16, "mem_gib": 64},
+            {"gpu_type": "a100", "count": 1, "gpus": 1, "cpus": 16, "mem_gib": 64},
+        ]
+    )
+    # j0 (long) starts on the T4 and j1 (short) on the A100; when j1 ends, the A100 is idle.
+    # With ``blocker``, j2 waits in the window and could use the A100: then nothing moves.
+    arrivals, work = [0.0, 0.0], [1e5, 3600.0]
+    if blocker:
+        arrivals, work = [*arrivals, 0.0], [*work, 100.0]
+    wl = make_workload(arrivals, work, [1] * len(work), cpu=4.0, mem=16.0)
+
+    def j0_t4_j1_a100(core: EnvCore) -> np.ndarray:
+        a = np.zeros(core.N, dtype=np.int64)
+        one = core.features.one
+        for job, node in ((0, 0), (1, 1)):
+            k = np.flatnonzero(core.window == job)
+            if k.size and core.ma.single[node, int(k[0]), one[0], one[1], one[2]]:
+                a[node] = int(core.codec.encode(int(k[0]), *one))
+        return a
+
+    pol = CoreActorPolicy(
+        EnvSettings(window=4, advance="event", round_s=60), j0_t4_j1_a100, migrate_gain=gain
+    )
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+    assert np.isfinite(res.finish_time).all()
+    assert pol.migrations == moves and int(res.restarts[0]) == moves
+    j1_end = res.finish_time[1]
+    if moves:  # j0 ran ~j1_end on the T4, then the rest 4x faster after one restart delay
+        assert res.finish_time[0] < 0.5 * 1e5
+        assert res.finish_time[0] >= j1_end + (1e5 - j1_end) / 4.0
+    else:
+        assert res.finish_time[0] == pytest.approx(1e5, rel=1e-6)
+    assert pol.run_stats()["migrations"] == moves
+    with pytest.raises(ValueError, match="migrate_gain"):
+        CoreActorPolicy(EnvSettings(advance="event"), j0_t4_j1_a100, migrate_gain=1.0)

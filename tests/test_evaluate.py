@@ -40,8 +40,15 @@ def test_default_config_composes_with_simple_schedulers() -> None:
     cfg = _compose(["scheduler=maifs", "checkpoint=/some/where.pt"])
     assert cfg.scheduler.maifs.checkpoint == "/some/where.pt"
     assert cfg.scheduler.maifs.starve_guard_s == 21600  # the preset's default, docs/results.md
-    cfg = _compose(["scheduler=maifs", "scheduler.maifs.starve_guard_s=null"])
-    assert cfg.scheduler.maifs.starve_guard_s is None
+    assert cfg.scheduler.maifs.migrate_gain == 0.1  # the preset's default, docs/results.md
+    cfg = _compose(
+        [
+            "scheduler=maifs",
+            "scheduler.maifs.starve_guard_s=null",
+            "scheduler.maifs.migrate_gain=null",
+        ]
+    )
+    assert cfg.scheduler.maifs.starve_guard_s is None and cfg.scheduler.maifs.migrate_gain is None
     assert cfg.cluster.name == "sia_64"
     assert cfg.workload.name == "philly"
     # Several seeds by default; plots and TensorBoard on, skipping off.

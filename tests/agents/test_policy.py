@@ -136,7 +136,8 @@ def test_starvation_guard_places_a_job_left_waiting_on_idle_gpus(guard_s: float 
 
 
 @pytest.mark.parametrize(
-    ("gain", "blocker", "moves"), [(None, False, 0), (0.1, False, 1), (0.9, False, 0), (0.1, True, 0)]
+    ("gain", "blocker", "moves"),
+    [(None, False, 0), (0.1, False, 1), (0.9, False, 0), (0.1, True, 0)],
 )
 def test_migration_moves_a_running_job_to_an_idle_faster_gpu(
     gain: float | None, blocker: bool, moves: int

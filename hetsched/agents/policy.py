@@ -56,14 +56,16 @@ class CoreActorPolicy(BasePolicy):
       validation windows, ``docs/results.md``).
     * **Migration to idle faster GPUs** (``migrate_gain``, off by default): the optional
       ``rebalance`` step of the reference design (``maifs.md`` section 2), restricted to moves.
-      After the placements, a running single-node job moves, with its GPU count and CPU and
-      memory amounts unchanged, to a node of a faster GPU type for it that is up, has room for
-      it and on which no window job is legal at its requested amounts (idle capacity that the
-      waiting jobs cannot use now) -- when its estimated remaining time there, restart delay
-      included, is below ``1 - migrate_gain`` times its remaining time where it is (isolated
-      rates). The largest saving moves first; a node freed by a move is not a target in the
-      same round. The engine charges the move as a restart. Non-preemptive otherwise: no job
-      is stopped to make room.
+      After the placements, a running job moves, with its GPU count and CPU and memory per GPU
+      unchanged, to nodes of a faster GPU type for it that are up, have room for it and on
+      which no window job is legal at its requested amounts (idle capacity that the waiting
+      jobs cannot use now) -- when its estimated remaining time there, restart delay included,
+      is below ``1 - migrate_gain`` times its remaining time where it is (isolated rates). A
+      job on one node moves to one node; a job on several nodes (of one GPU type) moves to one
+      node of the faster type if one has room, else to the fewest nodes of that type. Multi-node
+      jobs go first, then single-node ones; within each, the largest saving first. A node freed
+      by a move is not a target in the same round. The engine charges the move as a restart.
+      Non-preemptive otherwise: no job is stopped to make room.
 
     Args:
         settings: Env settings the actor was built for (``advance`` must be ``"event"``).
@@ -170,26 +172,169 @@ class CoreActorPolicy(BasePolicy):
         return core.allocation()
 
     def _migrate(self, core: EnvCore, state: SimState, gain: float) -> Allocation:
-        """The round's allocation with running jobs moved to idle faster nodes (class doc)."""
+        """The round's allocation with running jobs moved to idle faster nodes (class doc).
+
+        Multi-node jobs move first (one at a time, the largest saving first), then single-node
+        jobs (vectorised over jobs and nodes); both only onto target nodes (up, with free GPUs,
+        no window job legal there at its request) and with the free room left by earlier moves.
+        """
         alloc = core.round_allocation()
         cur = state.current
-        wl, tm, cl = core.wl, core.tm, core.cluster
-        assert wl is not None and core.jt is not None
+        wl = core.wl
+        assert wl is not None
         if cur.size == 0:
             return alloc
-        # Running single-node jobs (a job's entries are all in ``cur``; new ones are not).
-        e = np.flatnonzero(np.bincount(cur.job, minlength=wl.num_jobs)[cur.job] == 1)
-        if e.size == 0:
-            return alloc
-        job, G = cur.job[e], cur.gpus[e]
-        cpus, mem = cur.cpus[e], cur.mem[e]
-        model, types = wl.model[job], cl.node_type
         # Targets: up nodes with free GPUs on which no window job is legal at its request.
         g1, c1, m1 = core.features.one
         waiting_fit = core.ma.legal[:, :, g1, c1, m1].any(axis=1)
         target = core.node_up & (core.free_g > 0) & ~waiting_fit
         if not target.any():
             return alloc
+        free = (core.free_g.copy(), core.free_c.copy(), core.free_m.copy())
+        # Running jobs' entries: all in ``cur`` (jobs placed this round are not running yet).
+        per_job = np.bincount(cur.job, minlength=wl.num_jobs)[cur.job]
+        moves = self._move_gangs(core, state, cur, per_job > 1, target, free, gain)
+        moves += self._move_singles(core, state, cur, per_job == 1, target, free, gain)
+        if not moves:
+            return alloc
+        self.migrations += len(moves)
+        moved = np.unique(np.concatenate([m.job for m in moves]))
+        return Allocation.concat([alloc.select(~np.isin(alloc.job, moved)), *moves])
+
+    @staticmethod
+    def _remaining_time(
+        core: EnvCore, state: SimState, job: int, rate: float, restart: bool
+    ) -> float:
+        """Seconds to finish ``job`` at ``rate`` (plus its restart delay if it moves)."""
+        assert core.wl is not None
+        if rate <= 0:
+            return float("inf")
+        delay = float(core.tm.restart_delay_s[core.wl.model[job]]) if restart else 0.0
+        return delay + float(state.remaining[job]) / rate
+
+    def _move_gangs(
+        self,
+        core: EnvCore,
+        state: SimState,
+        cur: Allocation,
+        multi: NDArray[np.bool_],
+        target: NDArray[np.bool_],
+        free: tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]],
+        gain: float,
+    ) -> list[Allocation]:
+        """Moves of multi-node jobs of one GPU type to a faster type (updates ``free``)."""
+        wl, tm, cl = core.wl, core.tm, core.cluster
+        assert wl is not None
+        types = cl.node_type
+        jobs = np.unique(cur.job[multi]).tolist()
+        moves: list[Allocation] = []
+        while jobs:
+            best: tuple[float, int, Allocation] | None = None
+            for j in jobs:
+                ent = cur.job == j
+                nodes = cur.node[ent]
+                t0 = int(types[nodes[0]])
+                if (types[nodes] != t0).any():
+                    continue  # a job over several GPU types is left alone
+                G = int(cur.gpus[ent].sum())
+                cpg, mpg = float(cur.cpus[ent].sum()) / G, float(cur.mem[ent].sum()) / G
+                spread = nodes.size > -(-G // int(cl.node_gpus[nodes].max()))
+                m = int(wl.model[j])
+                t_now = self._remaining_time(
+                    core, state, j, float(tm.isolated(m, t0, G, spread)), False
+                )
+                for t in np.flatnonzero(wl.allowed_types[j]).tolist():
+                    if t == t0:
+                        continue
+                    out = self._place_gang(core, t, G, cpg, mpg, target, free)
+                    if out is None:
+                        continue
+                    nodes_t, g_t, spread_t = out
+                    t_new = self._remaining_time(
+                        core, state, j, float(tm.isolated(m, t, G, spread_t)), True
+                    )
+                    saving = t_now - t_new
+                    if t_new < (1.0 - gain) * t_now and (best is None or saving > best[0]):
+                        gf = g_t.astype(np.float64)
+                        a = Allocation(
+                            np.full(g_t.size, j), nodes_t, g_t, gf * cpg, gf * mpg,
+                            np.full(g_t.size, -1),
+                        )  # fmt: skip
+                        best = (saving, j, a)
+            if best is None:
+                break
+            _, j, a = best
+            free[0][a.node] -= a.gpus
+            free[1][a.node] -= a.cpus
+            free[2][a.node] -= a.mem
+            moves.append(a)
+            jobs.remove(j)
+        return moves
+
+    @staticmethod
+    def _place_gang(
+        core: EnvCore,
+        t: int,
+        G: int,
+        cpg: float,
+        mpg: float,
+        target: NDArray[np.bool_],
+        free: tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]],
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64], bool] | None:
+        """Target nodes of type ``t`` for ``G`` GPUs at the given amounts per GPU, or None.
+
+        One node if one has room (the one with the least room that suffices, lowest index on
+        ties), else the fewest nodes, largest room first.
+
+        Returns:
+            ``(nodes, gpus per node, spread)``.
+        """
+        cl = core.cluster
+        nodes = np.flatnonzero(target & (cl.node_type == t))
+        if nodes.size == 0:
+            return None
+        room = np.minimum(
+            free[0][nodes],
+            np.minimum(
+                np.floor(free[1][nodes] / cpg + EPS) if cpg > 0 else free[0][nodes],
+                np.floor(free[2][nodes] / mpg + EPS) if mpg > 0 else free[0][nodes],
+            ),
+        ).astype(np.int64)
+        alone = room >= G
+        if alone.any():
+            c = nodes[alone]
+            n = int(c[np.lexsort((c, room[alone]))[0]])
+            return np.array([n]), np.array([G]), False
+        order = np.lexsort((nodes, -room))
+        cum = np.cumsum(room[order])
+        if cum[-1] < G:
+            return None
+        cnt = int(np.searchsorted(cum, G) + 1)
+        use = nodes[order[:cnt]]
+        g = room[order[:cnt]].copy()
+        g[-1] -= int(cum[cnt - 1] - G)
+        spread = cnt > -(-G // int(cl.node_gpus[use].max()))
+        return use, g, bool(spread)
+
+    def _move_singles(
+        self,
+        core: EnvCore,
+        state: SimState,
+        cur: Allocation,
+        single: NDArray[np.bool_],
+        target: NDArray[np.bool_],
+        free: tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]],
+        gain: float,
+    ) -> list[Allocation]:
+        """Moves of single-node jobs to one node of a faster type (updates ``free``)."""
+        wl, tm, cl = core.wl, core.tm, core.cluster
+        assert wl is not None
+        e = np.flatnonzero(single)
+        if e.size == 0:
+            return []
+        job, G = cur.job[e], cur.gpus[e]
+        cpus, mem = cur.cpus[e], cur.mem[e]
+        model, types = wl.model[job], cl.node_type
         rate_now = tm.isolated(model, types[cur.node[e]], G, False)  # (E,)
         rate_new = tm.isolated(model[:, None], types[None, :], G[:, None], False)  # (E, N)
         rem = state.remaining[job]
@@ -204,10 +349,10 @@ class CoreActorPolicy(BasePolicy):
             & (t_new < (1.0 - gain) * t_now[:, None])
         )
         if not ok.any():
-            return alloc
-        free_g, free_c, free_m = core.free_g.copy(), core.free_c.copy(), core.free_m.copy()
+            return []
+        free_g, free_c, free_m = free
         saving = np.where(ok, t_now[:, None] - t_new, -np.inf)
-        moved: dict[int, int] = {}  # entry index in e -> target node
+        moves: list[Allocation] = []
         while True:
             fits = (free_g[None, :] >= G[:, None]) & (free_c[None, :] >= cpus[:, None] - EPS)
             fits &= free_m[None, :] >= mem[:, None] - EPS
@@ -216,17 +361,15 @@ class CoreActorPolicy(BasePolicy):
             i, n = divmod(best, core.N)
             if not np.isfinite(s[i, n]):
                 break
-            moved[i] = n
+            moves.append(
+                Allocation(job[i : i + 1], np.array([n]), G[i : i + 1], cpus[i : i + 1],
+                           mem[i : i + 1], np.array([-1]))
+            )  # fmt: skip
             free_g[n] -= G[i]
             free_c[n] -= cpus[i]
             free_m[n] -= mem[i]
             saving[i, :] = -np.inf  # one move per job per round
-        idx = np.fromiter(moved, dtype=np.int64, count=len(moved))
-        nodes = np.fromiter(moved.values(), dtype=np.int64, count=len(moved))
-        self.migrations += len(moved)
-        keep = alloc.select(~np.isin(alloc.job, job[idx]))
-        new = Allocation(job[idx], nodes, G[idx], cpus[idx], mem[idx], np.full(idx.size, -1))
-        return Allocation.concat([keep, new])
+        return moves
 
     @staticmethod
     def _starved_claim(core: EnvCore, now: float, wait_s: float) -> NDArray[np.int64] | None:

@@ -185,3 +185,43 @@ def test_migration_moves_a_running_job_to_an_idle_faster_gpu(
     assert pol.run_stats()["migrations"] == moves
     with pytest.raises(ValueError, match="migrate_gain"):
         CoreActorPolicy(EnvSettings(advance="event"), j0_t4_j1_a100, migrate_gain=1.0)
+
+
+def test_migration_moves_a_multi_node_job_as_a_gang() -> None:
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.core import EnvCore
+    from hetsched.envs.spaces import EnvSettings
+
+    tm = tiny_tm()  # 4x faster on the A100
+    cl = make_cluster(
+        [
+            {"gpu_type": "t4", "count": 2, "gpus": 2, "cpus": 16, "mem_gib": 64},
+            {"gpu_type": "a100", "count": 2, "gpus": 2, "cpus": 16, "mem_gib": 64},
+        ]
+    )
+    # j0 needs 4 GPUs: a gang over the two T4 nodes; j1 (short, 4 GPUs) holds both A100 nodes.
+    # When j1 ends, j0 moves as a gang onto the two A100 nodes.
+    wl = make_workload([0.0, 0.0], [4e5, 3600.0], [4, 4], cpu=4.0, mem=16.0)
+
+    def j0_t4_j1_a100(core: EnvCore) -> np.ndarray:
+        a = np.zeros(core.N, dtype=np.int64)
+        one = core.features.one
+        for job, nodes in ((0, (0, 1)), (1, (2, 3))):
+            k = np.flatnonzero(core.window == job)
+            if k.size and core.ma.legal[nodes[0], int(k[0]), one[0], one[1], one[2]]:
+                a[list(nodes)] = int(core.codec.encode(int(k[0]), *one))
+        return a
+
+    pol = CoreActorPolicy(
+        EnvSettings(window=4, advance="event", round_s=60), j0_t4_j1_a100, migrate_gain=0.1
+    )
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    sim = Simulator(cl, wl, tm, SimConfig(round_s=60))
+    res = sim.run(pol)
+    assert pol.migrations == 1 and int(res.restarts[0]) == 1
+    j1_end = res.finish_time[1]
+    rate_t4 = float(tm.isolated(0, int(cl.node_type[0]), 4, False))
+    assert res.finish_time[0] < 0.5 * 4e5 / rate_t4  # far sooner than staying on the T4s
+    by_type = sim.gpu_s_by_type[0]
+    assert by_type[int(cl.node_type[2])] > 0 and by_type[int(cl.node_type[0])] > 0
+    assert j1_end < res.finish_time[0]

@@ -117,8 +117,8 @@ class SJFTeacher:
                 actions[n] = int(core.codec.encode(k, g1, int(lvl[n, k]), m1))
                 taken[n] = True
                 continue
-            if core.ma.single[:, k].any():
-                continue  # hosts exist but are taken this step
+            if core.ma.single[:, k, g1].any():
+                continue  # hosts at the requested GPU count exist but are taken this step
             gang = legal[:, k, g1, c1, m1] & ~taken
             if not gang.any():
                 continue

@@ -225,3 +225,23 @@ def test_migration_moves_a_multi_node_job_as_a_gang() -> None:
     by_type = sim.gpu_s_by_type[0]
     assert by_type[int(cl.node_type[2])] > 0 and by_type[int(cl.node_type[0])] > 0
     assert j1_end < res.finish_time[0]
+
+
+def test_teacher_gangs_a_job_larger_than_any_node_even_if_a_smaller_level_fits_one() -> None:
+    # An elastic 8-GPU job on 4-GPU nodes: at its request only a gang can hold it, while its
+    # 0.5x GPU level would fit one node. The teacher (and so MAIFS's idle-cluster fallback)
+    # must claim the gang rather than wait forever (it used to stall on Sia's Helios workload).
+    tm = tiny_tm()
+    cl = make_cluster([{"gpu_type": "a100", "count": 2, "gpus": 4, "cpus": 32, "mem_gib": 128}])
+    wl = make_workload([0.0], [1e4], [8], elastic=([1], [16]))
+    pol = TeacherPolicy(window=4)
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    core = pol.core
+    assert core is not None
+    core.begin(Simulator(cl, wl, tm).state())
+    g1 = core.cfg.levels.one_index[0]
+    assert not core.ma.single[:, 0, g1].any() and core.ma.single[:, 0].any()
+    acts = pol.act(core)
+    assert (acts > 0).all()  # both nodes claim the gang
+    res = Simulator(cl, wl, tm, SimConfig()).run(pol)
+    assert np.isfinite(res.finish_time).all() and res.start_time[0] == 0.0

@@ -14,10 +14,17 @@ Score per checkpoint: the mean over the sets of ``avg JCT / teacher's avg JCT + 
 teacher's makespan`` (lower is better; the teacher alone scores 2.0). Both halves matter: the
 issue's bar asks for lower average JCT *and* no worse makespan than the baselines.
 
+``--alibaba`` adds two sets from the Alibaba PAI v2023 trace (research-use data, not shipped:
+it needs ``../shared/data`` or ``$HETSCHED_SHARED_DATA``): the 300 consecutive pods from job
+4,700 of the 6,203 kept, on ``sia_64`` and on ``pai_mixed`` -- between the training stretches of
+``agent=maifs_multitrace`` (jobs 3,000-3,299 and 4,200-4,499) and the held-out busiest window
+(jobs 5,609-6,108, the ``workload=alibaba`` preset's default).
+
 Usage::
 
     python scripts/validate_maifs.py checkpoints/maifs_default.pt outputs/train/RUN/checkpoints/*.pt
     python scripts/validate_maifs.py A.pt B.pt --long-guard-s 10800 --out val.md
+    python scripts/validate_maifs.py A.pt --starve-guard-s 21600 --migrate-gain 0.1 --alibaba
 """
 
 from __future__ import annotations
@@ -39,9 +46,13 @@ from hetsched.evaluation import atomic_write_text, evaluate  # noqa: E402
 from hetsched.sim.engine import SimConfig  # noqa: E402
 from hetsched.sim.throughput import default_throughput  # noqa: E402
 
-#: (cluster preset, first sorted Philly job of the busiest-window search), or with a third item
-#: False: the 300 consecutive jobs from that sorted job (a quiet stretch, not the busiest window).
-VALIDATION_SETS: tuple[tuple[str, int] | tuple[str, int, bool], ...] = (
+#: A validation set: (cluster preset, first sorted job of the busiest-window search), or with a
+#: third item False the 300 consecutive jobs from that sorted job (a quiet stretch, not the
+#: busiest window); a fourth item names the workload preset (default ``philly``).
+ValidationSet = tuple[str, int] | tuple[str, int, bool] | tuple[str, int, bool, str]
+
+#: The Philly validation sets (see the module docstring).
+VALIDATION_SETS: tuple[ValidationSet, ...] = (
     ("sia_64", 55000),
     ("sia_64", 60000),
     ("sia_64", 62000),
@@ -57,6 +68,11 @@ VALIDATION_SETS: tuple[tuple[str, int] | tuple[str, int, bool], ...] = (
     ("sia_64", 20000, False),
     ("pai_mixed", 20000, False),
 )
+#: The Alibaba validation sets of ``--alibaba`` (see the module docstring).
+ALIBABA_SETS: tuple[ValidationSet, ...] = (
+    ("sia_64", 4700, False, "alibaba"),
+    ("pai_mixed", 4700, False, "alibaba"),
+)
 SEEDS: tuple[int, ...] = (50, 51)
 
 
@@ -66,7 +82,7 @@ def score_checkpoints(
     long_guard_s: float | None = None,
     starve_guard_s: float | None = None,
     migrate_gain: float | None = None,
-    sets: Sequence[tuple[str, int] | tuple[str, int, bool]] = VALIDATION_SETS,
+    sets: Sequence[ValidationSet] = VALIDATION_SETS,
     seeds: Sequence[int] = SEEDS,
 ) -> tuple[dict[str, float], list[dict[str, Any]]]:
     """Run the teacher and every checkpoint on the validation sets.
@@ -76,7 +92,7 @@ def score_checkpoints(
         long_guard_s: Turn on the long-job guard for every checkpoint (None: as saved).
         starve_guard_s: Turn on the starvation guard for every checkpoint (None: off).
         migrate_gain: Turn on migration to idle faster GPUs for every checkpoint (None: off).
-        sets: ``(cluster, start)`` or ``(cluster, start, busiest)`` validation sets.
+        sets: ``(cluster, start[, busiest[, workload]])`` validation sets (:data:`ValidationSet`).
         seeds: Seeds per set.
 
     Returns:
@@ -100,8 +116,9 @@ def score_checkpoints(
     for vset in sets:
         cluster_name, start = vset[0], vset[1]
         busiest = bool(vset[2]) if len(vset) > 2 else True
+        trace = str(vset[3]) if len(vset) > 3 else "philly"
         cluster = resolve_cluster(cluster_name)
-        factory = resolve_workload("philly", {"start": start, "num_jobs": 300, "busiest": busiest})
+        factory = resolve_workload(trace, {"start": start, "num_jobs": 300, "busiest": busiest})
         assert callable(factory)
         outs = evaluate(
             policies,
@@ -124,7 +141,9 @@ def score_checkpoints(
             rows.append(
                 {
                     "cluster": cluster_name,
-                    "start": start if busiest else f"{start} (quiet)",
+                    "start": (start if busiest else f"{start} (quiet)")
+                    if trace == "philly"
+                    else f"{trace} {start}",
                     "name": name,
                     "jct_h": jct,
                     "mk_h": mk,
@@ -142,6 +161,9 @@ def main() -> None:
     ap.add_argument("--long-guard-s", type=float, default=None)
     ap.add_argument("--starve-guard-s", type=float, default=None)
     ap.add_argument("--migrate-gain", type=float, default=None)
+    ap.add_argument(
+        "--alibaba", action="store_true", help="add the Alibaba sets (needs the shared data)"
+    )
     ap.add_argument("--out", type=Path, default=None, help="also write the tables as Markdown")
     args = ap.parse_args()
     missing = [str(p) for p in args.checkpoints if not p.is_file()]
@@ -152,6 +174,7 @@ def main() -> None:
         long_guard_s=args.long_guard_s,
         starve_guard_s=args.starve_guard_s,
         migrate_gain=args.migrate_gain,
+        sets=VALIDATION_SETS + (ALIBABA_SETS if args.alibaba else ()),
     )
     lines = ["| cluster | start | name | avg JCT (h) | makespan (h) |", "|---|---|---|---|---|"]
     lines += [

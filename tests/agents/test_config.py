@@ -49,3 +49,19 @@ def test_scheduler_preset_takes_a_checkpoint() -> None:
     assert cfg.scheduler.maifs.checkpoint == "/x/y.pt"
     assert plain.scheduler.maifs.checkpoint is None
     assert cfg.scheduler.maifs._target_ == "hetsched.agents.policy.MAIFSPolicy"
+
+
+def test_multitrace_preset_adds_alibaba_to_the_philly_curriculum() -> None:
+    with initialize_config_dir(config_dir=CONF, version_base=None):
+        base = compose("train", overrides=["agent=maifs"])
+        mt = compose("train", overrides=["agent=maifs_multitrace"])
+    items = [dict(i) for i in mt.agent.curriculum]
+    assert items[: len(base.agent.curriculum)] == [dict(i) for i in base.agent.curriculum]
+    ali = [i for i in items if i["workload"] == "alibaba"]
+    assert {i["cluster"] for i in ali} == {"sia_64", "pai_mixed"}
+    # Consecutive stretches before the held-out busiest window (pods 5609-6108).
+    assert all(not i["workload_kwargs"]["busiest"] for i in ali)
+    assert all(
+        i["workload_kwargs"]["start"] + i["workload_kwargs"]["num_jobs"] <= 5609 for i in ali
+    )
+    assert mt.agent.bc == base.agent.bc and mt.agent.net == base.agent.net

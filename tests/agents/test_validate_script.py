@@ -55,3 +55,32 @@ def test_validation_sets_avoid_the_test_windows() -> None:
     quiet = [s[1] for s in sets if len(s) > 2 and not s[2]]
     assert quiet and all(q + 300 <= 30000 or q >= 30300 for q in quiet)
     assert all(seed < 100 for seed in mod.SEEDS)  # type: ignore[attr-defined]
+
+
+def _have_alibaba() -> bool:
+    from hetsched.sim.errors import TraceError
+    from hetsched.sim.paths import shared_data
+
+    try:
+        shared_data("traces/alibaba_v2023/openb_pod_list_gpuspec33.csv")
+    except TraceError:
+        return False
+    return True
+
+
+def test_alibaba_sets_sit_between_training_and_test_stretches() -> None:
+    mod = _load()
+    sets = mod.ALIBABA_SETS  # type: ignore[attr-defined]
+    assert {s[3] for s in sets} == {"alibaba"} and not any(s[2] for s in sets)
+    for s in sets:  # 300 consecutive pods: clear of agent=maifs_multitrace's training stretches
+        lo, hi = s[1], s[1] + 300  # (3000-3299, 4200-4499) and of the busiest 500 (5609-6108)
+        assert hi <= 5609 and all(hi <= a or lo >= a + 300 for a in (3000, 4200))
+
+
+@pytest.mark.skipif(not _have_alibaba(), reason="needs the Alibaba trace in ../shared/data")
+def test_alibaba_set_runs_the_named_trace() -> None:
+    mod = _load()
+    ck = ROOT / "checkpoints" / "maifs_default.pt"
+    _, rows = mod.score_checkpoints([ck], sets=[("sia_64", 4700, False, "alibaba")], seeds=[50])  # type: ignore[attr-defined]
+    assert {r["start"] for r in rows} == {"alibaba 4700"}
+    assert all(r["jct_h"] > 0 and r["mk_h"] > 0 for r in rows)

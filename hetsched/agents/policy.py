@@ -14,6 +14,7 @@ simulator as every baseline, on exactly the observations and masks it was traine
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,20 @@ from hetsched.sim.workload import Workload
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parents[2] / "checkpoints" / "maifs_default.pt"
 
 Actor = Callable[[EnvCore], NDArray[np.int64]]
+#: Free GPUs, CPU cores and memory (GiB) per node, each shape (N,), updated as moves are made.
+FreeRoom = tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]
+
+
+@dataclass
+class _MoveRound:
+    """What the migration step of one round works with (see :meth:`CoreActorPolicy._migrate`)."""
+
+    core: EnvCore
+    state: SimState
+    cur: Allocation  # the running jobs' entries
+    target: NDArray[np.bool_]  # (N,) nodes a job may move to
+    free: FreeRoom  # room left, updated by each move
+    gain: float  # smallest fraction of its remaining time a move must save
 
 
 class CoreActorPolicy(BasePolicy):
@@ -193,8 +208,9 @@ class CoreActorPolicy(BasePolicy):
         free = (core.free_g.copy(), core.free_c.copy(), core.free_m.copy())
         # Running jobs' entries: all in ``cur`` (jobs placed this round are not running yet).
         per_job = np.bincount(cur.job, minlength=wl.num_jobs)[cur.job]
-        moves = self._move_gangs(core, state, cur, per_job > 1, target, free, gain)
-        moves += self._move_singles(core, state, cur, per_job == 1, target, free, gain)
+        rnd = _MoveRound(core, state, cur, target, free, gain)
+        moves = self._move_gangs(rnd, per_job > 1)
+        moves += self._move_singles(rnd, per_job == 1)
         if not moves:
             return alloc
         self.migrations += len(moves)
@@ -212,17 +228,10 @@ class CoreActorPolicy(BasePolicy):
         delay = float(core.tm.restart_delay_s[core.wl.model[job]]) if restart else 0.0
         return delay + float(state.remaining[job]) / rate
 
-    def _move_gangs(
-        self,
-        core: EnvCore,
-        state: SimState,
-        cur: Allocation,
-        multi: NDArray[np.bool_],
-        target: NDArray[np.bool_],
-        free: tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]],
-        gain: float,
-    ) -> list[Allocation]:
+    def _move_gangs(self, rnd: _MoveRound, multi: NDArray[np.bool_]) -> list[Allocation]:
         """Moves of multi-node jobs of one GPU type to a faster type (updates ``free``)."""
+        core, state, cur = rnd.core, rnd.state, rnd.cur
+        target, free, gain = rnd.target, rnd.free, rnd.gain
         wl, tm, cl = core.wl, core.tm, core.cluster
         assert wl is not None
         types = cl.node_type
@@ -279,7 +288,7 @@ class CoreActorPolicy(BasePolicy):
         cpg: float,
         mpg: float,
         target: NDArray[np.bool_],
-        free: tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]],
+        free: FreeRoom,
     ) -> tuple[NDArray[np.int64], NDArray[np.int64], bool] | None:
         """Target nodes of type ``t`` for ``G`` GPUs at the given amounts per GPU, or None.
 
@@ -316,17 +325,10 @@ class CoreActorPolicy(BasePolicy):
         spread = cnt > -(-G // int(cl.node_gpus[use].max()))
         return use, g, bool(spread)
 
-    def _move_singles(
-        self,
-        core: EnvCore,
-        state: SimState,
-        cur: Allocation,
-        single: NDArray[np.bool_],
-        target: NDArray[np.bool_],
-        free: tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]],
-        gain: float,
-    ) -> list[Allocation]:
+    def _move_singles(self, rnd: _MoveRound, single: NDArray[np.bool_]) -> list[Allocation]:
         """Moves of single-node jobs to one node of a faster type (updates ``free``)."""
+        core, state, cur = rnd.core, rnd.state, rnd.cur
+        target, free, gain = rnd.target, rnd.free, rnd.gain
         wl, tm, cl = core.wl, core.tm, core.cluster
         assert wl is not None
         e = np.flatnonzero(single)

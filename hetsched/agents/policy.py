@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 from hetsched.agents.driver import StateCore
 from hetsched.agents.teacher import SJFTeacher
 from hetsched.baselines.base import BasePolicy
-from hetsched.envs.core import EPS, EnvCore
+from hetsched.envs.core import EPS, EnvCore, fill_gang, is_spread
 from hetsched.envs.spaces import EnvSettings
 from hetsched.sim.allocation import Allocation
 from hetsched.sim.cluster import Cluster
@@ -247,7 +247,7 @@ class CoreActorPolicy(BasePolicy):
                     continue  # a job over several GPU types is left alone
                 G = int(cur.gpus[ent].sum())
                 cpg, mpg = float(cur.cpus[ent].sum()) / G, float(cur.mem[ent].sum()) / G
-                spread = nodes.size > -(-G // int(cl.node_gpus[nodes].max()))
+                spread = is_spread(cl, nodes, G)
                 m = int(wl.model[j])
                 t_now = self._remaining_time(
                     core, state, j, float(tm.isolated(m, t0, G, spread)), False
@@ -314,16 +314,10 @@ class CoreActorPolicy(BasePolicy):
             c = nodes[alone]
             n = int(c[np.lexsort((c, room[alone]))[0]])
             return np.array([n]), np.array([G]), False
-        order = np.lexsort((nodes, -room))
-        cum = np.cumsum(room[order])
-        if cum[-1] < G:
+        out = fill_gang(nodes, room, G)
+        if out is None:
             return None
-        cnt = int(np.searchsorted(cum, G) + 1)
-        use = nodes[order[:cnt]]
-        g = room[order[:cnt]].copy()
-        g[-1] -= int(cum[cnt - 1] - G)
-        spread = cnt > -(-G // int(cl.node_gpus[use].max()))
-        return use, g, bool(spread)
+        return out[0], out[1], is_spread(cl, out[0], G)
 
     def _move_singles(self, rnd: _MoveRound, single: NDArray[np.bool_]) -> list[Allocation]:
         """Moves of single-node jobs to one node of a faster type (updates ``free``)."""

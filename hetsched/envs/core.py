@@ -96,6 +96,33 @@ class ClaimResult:
     gang_failed: NDArray[np.bool_]
 
 
+def fill_gang(
+    nodes: NDArray[np.int64], room: NDArray[np.int64], G: int
+) -> tuple[NDArray[np.int64], NDArray[np.int64]] | None:
+    """``G`` GPUs over the fewest of ``nodes``, largest ``room`` (GPUs that fit) first.
+
+    Ties go to the lower node index; the last node takes only what is still needed.
+
+    Returns:
+        ``(nodes, gpus per node)``, or None if the rooms add up to fewer than ``G``.
+    """
+    order = np.lexsort((nodes, -room))
+    keep = room[order] > 0
+    use_all, cap = nodes[order][keep], room[order][keep]
+    cum = np.cumsum(cap)
+    if cum.size == 0 or cum[-1] < G:
+        return None
+    cnt = int(np.searchsorted(cum, G) + 1)
+    g = cap[:cnt].copy()
+    g[-1] -= int(cum[cnt - 1] - G)
+    return use_all[:cnt], g
+
+
+def is_spread(cluster: Cluster, nodes: NDArray[np.int64], G: int) -> bool:
+    """A job of ``G`` GPUs on ``nodes`` uses more nodes than the fewest that could hold it."""
+    return nodes.size > -(-G // int(cluster.node_gpus[nodes].max()))
+
+
 class EnvCore:
     """Simulator wrapper with decision rounds, placement, conflict resolution and features.
 
@@ -504,19 +531,11 @@ class EnvCore:
             ),
         ).astype(np.int64)
         cap = np.where(ma.mem_ok[members, k, lm], cap, 0)
-        order = np.lexsort((members, -cap))
-        mem_sorted, cap_sorted = members[order], cap[order]
-        keep = cap_sorted > 0
-        mem_sorted, cap_sorted = mem_sorted[keep], cap_sorted[keep]
-        cum = np.cumsum(cap_sorted)
-        if cum.size == 0 or cum[-1] < G:
+        out = fill_gang(members, cap, G)
+        if out is None:
             return None
-        cnt = int(np.searchsorted(cum, G) + 1)
-        use = mem_sorted[:cnt]
-        g = cap_sorted[:cnt].copy()
-        g[-1] -= int(cum[cnt - 1] - G)
-        need = -(-G // int(self.cluster.node_gpus[use].max()))
-        spread = cnt > need
+        use, g = out
+        spread = is_spread(self.cluster, use, G)
         t = int(self.cluster.node_type[use[0]])
         if not bool(self.jt.tput_ok[j, t, lg, int(spread)]):
             return None

@@ -19,7 +19,7 @@ workload of :mod:`hetsched.envs.testing`. Episodes restart when they end.
 ``--breakdown`` adds, for the multi-agent env, the inclusive wall time per step of the main
 functions of a step (the engine round, the masks, the observation, the claims, ...), measured
 with timers around each call (so the step itself runs a little slower); a function called from
-another one counts in both.
+another one counts in both, and time spent inside episode resets is left out.
 
 Usage::
 
@@ -94,9 +94,21 @@ def breakdown(cluster: str, steps: int, jobs: int, seed: int = 0) -> dict[str, f
     """Inclusive microseconds per env step of the functions in :data:`BREAKDOWN`."""
     import importlib
 
+    from hetsched.envs.cluster_env import ClusterParallelEnv as Env
+
     acc: dict[str, float] = {}
     calls: dict[str, int] = {}
-    originals = []
+    in_reset = [False]  # episode resets (a new workload, per-episode tables) are not counted
+    originals = [(Env, "reset", Env.reset)]
+
+    def reset(self: Any, *a: Any, _f: Any = Env.reset, **k: Any) -> Any:
+        in_reset[0] = True
+        try:
+            return _f(self, *a, **k)
+        finally:
+            in_reset[0] = False
+
+    Env.reset = reset  # type: ignore[method-assign]
     for mod, cls_name, meth in BREAKDOWN:
         cls = getattr(importlib.import_module(mod), cls_name)
         f = getattr(cls, meth)
@@ -108,12 +120,13 @@ def breakdown(cluster: str, steps: int, jobs: int, seed: int = 0) -> dict[str, f
             try:
                 return _f(*a, **k)
             finally:
-                acc[_k] = acc.get(_k, 0.0) + time.perf_counter() - t
-                calls[_k] = calls.get(_k, 0) + 1
+                if not in_reset[0]:
+                    acc[_k] = acc.get(_k, 0.0) + time.perf_counter() - t
+                    calls[_k] = calls.get(_k, 0) + 1
 
         setattr(cls, meth, timed)
     try:
-        bench_parallel(cluster, steps, jobs, seed)  # resets are not stepped, but are timed
+        bench_parallel(cluster, steps, jobs, seed)
     finally:
         for cls, meth, f in originals:
             setattr(cls, meth, f)

@@ -381,7 +381,6 @@ class FeatureBuilder:
         self.lg_of = np.repeat(np.arange(sizes[0]), sizes[1] * sizes[2])
         self.one_flat = int(np.ravel_multi_index(self.one, sizes))
         self.num_gpus = float(cluster.num_gpus)
-        self._keep_factor = 1.0 - tm.node_iota
         self._slowdown_by_count = self._slowdown_table(int(cluster.node_gpus.max()) + 2)
         T = NUM_TYPES
         self._node_head = np.zeros((N, T + 7))  # node_blocks' constant columns
@@ -654,8 +653,9 @@ class FeatureBuilder:
 
     def _slowdown_table(self, size: int) -> NDArray[np.float64]:
         """Node interference slowdown ``1 - keep ** (c - 1)`` for ``c`` entries (0 if none)."""
-        c = np.arange(size)
-        return np.where(c >= 1, 1.0 - self._keep_factor ** np.maximum(c - 1, 0), 0.0)
+        keep = self.tm.node_keep_by_count(size)
+        keep[0] = 1.0  # no entry: no slowdown
+        return 1.0 - keep
 
     def _window_fixed(
         self, jt: JobTable, wl: Workload, window: NDArray[np.int64], slot_ok: NDArray[np.bool_]

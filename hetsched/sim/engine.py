@@ -262,7 +262,7 @@ class Simulator:
         nodes = np.arange(cluster.num_nodes, dtype=np.uint64)[:, None]
         counts = np.arange(int(cluster.node_gpus.max()) + 1, dtype=np.uint64)[None, :]
         self._sig_table = _entry_hash(nodes, counts)
-        self._keep_by_count = self._keep_table(int(cluster.node_gpus.max()) + 2)
+        self._keep_by_count = self.tm.node_keep_by_count(int(cluster.node_gpus.max()) + 2)
         self.reset()
 
     # ------------------------------------------------------------------ setup
@@ -565,10 +565,6 @@ class Simulator:
         gj = np.maximum(g, 1.0)
         return c / (gj * wl.cpu_per_gpu[a.job]), m / (gj * wl.mem_per_gpu[a.job])
 
-    def _keep_table(self, size: int) -> NDArray[np.float64]:
-        """Node co-runner factor ``(1 - node_iota) ** (c - 1)`` for ``c`` entries, shape (size,)."""
-        return np.asarray((1.0 - self.tm.node_iota) ** (np.arange(size) - 1), dtype=np.float64)
-
     def _interference(self, a: Allocation) -> NDArray[np.float64]:
         """Per-entry slowdown factor in (0, 1] from node co-runners and GPU sharing."""
         N = self.cluster.num_nodes
@@ -576,7 +572,7 @@ class Simulator:
         try:  # (1 - node_iota) ** (co-located entries - 1), tabulated by entry count
             factor = self._keep_by_count[per_node[a.node]]
         except IndexError:  # more entries on a node than the table holds: extend it
-            self._keep_by_count = self._keep_table(int(per_node.max()) + 1)
+            self._keep_by_count = self.tm.node_keep_by_count(int(per_node.max()) + 1)
             factor = self._keep_by_count[per_node[a.node]]
         if int(a.share.max()) >= 0:  # some entries share GPUs
             sh = np.flatnonzero(a.share >= 0)

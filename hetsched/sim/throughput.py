@@ -277,6 +277,14 @@ class ThroughputModel:
         m = np.asarray(model)
         return np.where(self.cpu_alpha[m] > 0, self.cpu_ceiling[m], 1.0)
 
+    def node_keep_by_count(self, size: int) -> FloatArray:
+        """Node co-runner factor ``(1 - node_iota) ** (c - 1)`` for ``c = 0 .. size - 1`` entries.
+
+        Entry ``c`` is the rate factor of each of ``c`` jobs on one node (different GPUs); shape
+        (size,). Entry 0 is not a count that occurs (``1 / (1 - node_iota)``).
+        """
+        return np.asarray((1.0 - self.node_iota) ** (np.arange(size) - 1), dtype=np.float64)
+
     def colocatable(self, model_a: ArrayLike, model_b: ArrayLike, gpu_type: ArrayLike) -> BoolArray:
         """Whether models a and b may share GPUs of the given type (both directions measured)."""
         a, b, k = np.asarray(model_a), np.asarray(model_b), np.asarray(gpu_type)

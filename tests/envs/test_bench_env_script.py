@@ -41,3 +41,17 @@ def test_compare_fingerprint_ignores_only_the_named_info_keys() -> None:
     assert fp("no_such_key") == base  # nothing to leave out: same hash
     assert fp("reward_progress") != base  # the key is left out of every info
     assert mod._parse_speed("parallel_sia_64: steps=3, ma_steps_per_cpu_s=123.5, x=1") == 123.5
+
+
+def test_breakdown_leaves_episode_resets_out(tmp_path: Path) -> None:
+    # Tiny episodes, so many resets: a reset starts a round without an engine advance, while
+    # inside steps every round starts right after one. So the counts match only if the
+    # breakdown leaves the resets out.
+    out = tmp_path / "bench.json"
+    cmd = [sys.executable, "scripts/bench_env.py", "--clusters", "sia_64", "--steps", "120"]
+    cmd += ["--jobs", "15", "--breakdown", "--out", str(out)]
+    subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, text=True, timeout=300)
+    res = json.loads(out.read_text())
+    assert res["parallel_sia_64"]["episodes_finished"] >= 5
+    bd = res["breakdown_sia_64"]
+    assert bd["EnvCore._start_round_calls"] == bd["Simulator.advance_calls"] > 0

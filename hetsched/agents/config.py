@@ -250,6 +250,10 @@ class MAIFSSchedulerConf:
         migrate_gain: Move running jobs to idle faster GPUs when that saves at least this
             fraction of their remaining time (null = off): see
             :class:`hetsched.agents.policy.CoreActorPolicy`.
+        preempt_ratio: Preempt a running job for a waiting job this many times shorter than
+            its remaining time (null = off): see :class:`hetsched.agents.policy.CoreActorPolicy`.
+        preempt_wait_s: Waiting time (s) after which a job may preempt.
+        preempt_max: Times the rule may preempt one job.
     """
 
     _target_: str = "hetsched.agents.policy.MAIFSPolicy"
@@ -259,6 +263,9 @@ class MAIFSSchedulerConf:
     long_guard_s: float | None = None
     starve_guard_s: float | None = None
     migrate_gain: float | None = None
+    preempt_ratio: float | None = None
+    preempt_wait_s: float = 0.0
+    preempt_max: int = 1
 
 
 @dataclass

@@ -177,6 +177,45 @@ class StateCore(EnvCore):
         self._admitted = int(np.searchsorted(self.wl.arrival, state.time, side="right"))
         self._start_round()
 
+    def running(self) -> Allocation:
+        """Entries of the jobs that were running before this round and still hold resources."""
+        return self._cur
+
+    def release(self, jobs: NDArray[np.int64]) -> None:
+        """Preempt running jobs: drop their entries from this round and free their resources.
+
+        They do not join this round's candidate window (they become pending in the next one).
+
+        Args:
+            jobs: Job indices that run now, shape (R,).
+        """
+        cur = self._cur
+        drop = np.isin(cur.job, jobs)
+        if not drop.any():
+            raise ValueError(f"release({jobs.tolist()}): none of these jobs runs this round")
+        gone = cur.select(drop)
+        self._cur = cur.select(~drop)
+        N = self.N
+        self.free_g += np.bincount(gone.node, weights=gone.gpus, minlength=N).astype(np.int64)
+        self.free_c += np.bincount(gone.node, weights=gone.cpus, minlength=N)
+        self.free_m += np.bincount(gone.node, weights=gone.mem, minlength=N)
+        self._count -= np.bincount(gone.node, minlength=N)
+        self._n_cur_jobs -= len(set(gone.job.tolist()))
+        self.refresh()
+
+    def reorder_pending(self, order: NDArray[np.int64]) -> None:
+        """Permute the pending jobs (the window shows the first ``K`` not yet placed).
+
+        Args:
+            order: A permutation of ``range(len(self.pending))``.
+        """
+        if order.shape != self.pending.shape or not np.array_equal(
+            np.sort(order), np.arange(self.pending.size)
+        ):
+            raise ValueError(f"reorder_pending: not a permutation of {self.pending.size} jobs")
+        self.pending = self.pending[order]
+        self.refresh()
+
     def end_step(self, placed: int) -> bool:
         """Count a decision step; return whether the round goes on (same rule as the env)."""
         self.decision_step += 1

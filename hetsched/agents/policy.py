@@ -53,9 +53,9 @@ class _MoveRound:
 
 
 class CoreActorPolicy(BasePolicy):
-    """Non-preemptive, event-driven policy whose rounds are env decision steps.
+    """Event-driven policy whose rounds are env decision steps.
 
-    Two rules complete the actor's decisions (both count their uses):
+    Rules complete the actor's decisions (each counts its uses):
 
     * **Idle-cluster fallback** (always on): when nothing runs and the actor's claims placed
       nothing although something fits, the teacher places that round (an event-driven policy
@@ -80,7 +80,25 @@ class CoreActorPolicy(BasePolicy):
       node of the faster type if one has room, else to the fewest nodes of that type. Multi-node
       jobs go first, then single-node ones; within each, the largest saving first. A node freed
       by a move is not a target in the same round. The engine charges the move as a restart.
-      Non-preemptive otherwise: no job is stopped to make room.
+    * **Preemption for short jobs** (``preempt_ratio``, off by default): after the placements
+      and the starvation guard, the rule looks at the waiting jobs that have waited at least
+      ``preempt_wait_s`` seconds, shortest first (estimated run time at the request on the
+      fastest allowed type), through a window of ``K`` of them -- so short jobs queued behind
+      the actor's arrival-order window are seen too. A job that fits nowhere at its requested
+      amounts may take the place of one running job on one node, the *victim*: a job held on
+      one node, preempted by this rule fewer than ``preempt_max`` times, whose room (with the
+      node's free room) holds the waiting job at its request, and whose estimated remaining
+      time (isolated rate where it runs) exceeds ``preempt_ratio`` times the waiting job's run
+      time on that node. Among the victims that qualify: the fewest GPUs, then the longest
+      remaining time, then the lowest node index. The victim is preempted (the engine charges
+      its restart delay when it resumes) and the waiting job is placed on its node; after the
+      rule the actor takes more decision steps in the room left, with its window back in its
+      own order. A victim is pending from the next round on. ``preempt_max`` bounds each job's
+      restarts from this rule. Time-sharing schedulers (Sia, LAS) start short jobs at once on
+      a busy cluster; this is the non-learned counterpart for MAIFS, in the SRPT spirit.
+      ``scheduler=maifs`` turns it on with ratio 4, at most 3 times per job, after 2 h of
+      waiting (chosen on validation, ``docs/results.md``).
+      Without it the policy is non-preemptive: no job is stopped to make room.
 
     Args:
         settings: Env settings the actor was built for (``advance`` must be ``"event"``).
@@ -90,6 +108,10 @@ class CoreActorPolicy(BasePolicy):
             fits; None = off.
         migrate_gain: Smallest fraction of its remaining time a move must save (in [0, 1));
             None = no migration.
+        preempt_ratio: A running job may be preempted for a waiting job whose estimated run
+            time is this many times shorter than its remaining time (> 1); None = off.
+        preempt_wait_s: Waiting time (s) after which a job may preempt (>= 0).
+        preempt_max: Times the rule may preempt one job (>= 1).
     """
 
     event_driven = True
@@ -101,6 +123,9 @@ class CoreActorPolicy(BasePolicy):
         name: str = "core",
         starve_guard_s: float | None = None,
         migrate_gain: float | None = None,
+        preempt_ratio: float | None = None,
+        preempt_wait_s: float = 0.0,
+        preempt_max: int = 1,
     ) -> None:
         if settings.advance != "event":
             raise ValueError(
@@ -122,6 +147,17 @@ class CoreActorPolicy(BasePolicy):
             raise ValueError(f"migrate_gain={migrate_gain!r} must be in [0, 1) or None")
         self.migrate_gain = migrate_gain
         self.migrations = 0
+        if preempt_ratio is not None and not preempt_ratio > 1.0:
+            raise ValueError(f"preempt_ratio={preempt_ratio!r} must be > 1 or None")
+        if not preempt_wait_s >= 0:
+            raise ValueError(f"preempt_wait_s={preempt_wait_s!r} must be >= 0 seconds")
+        self.preempt_ratio = preempt_ratio
+        self.preempt_wait_s = float(preempt_wait_s)
+        if not preempt_max >= 1:
+            raise ValueError(f"preempt_max={preempt_max!r} must be >= 1")
+        self.preempt_max = int(preempt_max)
+        self.preemptions = 0
+        self._preempted = np.zeros(0, dtype=np.int64)
 
     def reset(
         self,
@@ -138,19 +174,23 @@ class CoreActorPolicy(BasePolicy):
         self.fallbacks = 0
         self.guard_placements = 0
         self.migrations = 0
+        self.preemptions = 0
+        self._preempted = np.zeros(workload.num_jobs, dtype=np.int64)
 
     def run_stats(self) -> dict[str, float]:
         """Counters of the run so far (``results_extended.csv`` columns ``policy_<name>``).
 
         ``decision_steps``: the actor's decision steps; ``fallbacks``: rounds placed by the
         idle-cluster fallback; ``guard_placements``: jobs placed by the starvation guard;
-        ``migrations``: running jobs moved to a faster GPU type.
+        ``migrations``: running jobs moved to a faster GPU type; ``preemptions``: running jobs
+        preempted for short waiting jobs.
         """
         return {
             "decision_steps": float(self.steps),
             "fallbacks": float(self.fallbacks),
             "guard_placements": float(self.guard_placements),
             "migrations": float(self.migrations),
+            "preemptions": float(self.preemptions),
         }
 
     def act(self, core: EnvCore) -> NDArray[np.int64]:
@@ -176,6 +216,12 @@ class CoreActorPolicy(BasePolicy):
                 if claim is None or core.resolve_claims(claim)[1] == 0:
                     break
                 self.guard_placements += 1
+        if self.preempt_ratio is not None and self._preempt(core, state, self.preempt_ratio):
+            go = core.any_legal
+            while go:  # the actor fills the room the victims left
+                _, placed = core.resolve_claims(self.act(core))
+                self.steps += 1
+                go = core.end_step(placed)
         if core.any_legal and core.round_allocation().size == 0:
             # Idle-cluster fallback: with nothing running and nothing placed, an event-driven
             # greedy policy would wait forever (e.g. a gang claim that did not fill), so the
@@ -216,6 +262,82 @@ class CoreActorPolicy(BasePolicy):
         self.migrations += len(moves)
         moved = np.unique(np.concatenate([m.job for m in moves]))
         return Allocation.concat([alloc.select(~np.isin(alloc.job, moved)), *moves])
+
+    def _preempt(self, core: StateCore, state: SimState, ratio: float) -> int:
+        """Preempt running jobs for short waiting jobs (class doc); return the jobs placed."""
+        wl, tm, cl, jt = core.wl, core.tm, core.cluster, core.jt
+        assert wl is not None and jt is not None
+        p = core.pending
+        if p.size == 0 or core.running().size == 0:
+            return 0
+        # The window shows the eligible waiting jobs, shortest first (restored at the end).
+        est_p = state.remaining[p] / jt.best_tput[p]
+        key = np.where(state.time - wl.arrival[p] >= self.preempt_wait_s, est_p, np.inf)
+        before = p.copy()
+        core.reorder_pending(np.argsort(key, kind="stable"))
+        g1, c1, m1 = core.features.one
+        done = 0
+        for _ in range(core.K):  # at most one placement per window slot
+            cur = core.running()
+            if cur.size == 0 or not core.slot_ok.any():
+                break
+            w = np.where(core.slot_ok, core.window, 0)
+            legal = core.ma.legal[:, :, g1, c1, m1]  # (N, K) at the requested amounts
+            waited = state.time - wl.arrival[w]
+            cand = core.slot_ok & ~legal.any(axis=0) & (waited >= self.preempt_wait_s)
+            if not cand.any():
+                break
+            # Victims: running jobs with one entry, preempted fewer than preempt_max times by
+            # this rule, on up nodes.
+            per_job = np.bincount(cur.job, minlength=wl.num_jobs)[cur.job]
+            v = np.flatnonzero(
+                (per_job == 1)
+                & (self._preempted[cur.job] < self.preempt_max)
+                & core.node_up[cur.node]
+            )
+            if v.size == 0:
+                break
+            vj, vn, vg = cur.job[v], cur.node[v], cur.gpus[v]
+            vt = cl.node_type[vn]
+            v_rate = tm.isolated(wl.model[vj], vt, vg, False)
+            v_rem = state.remaining[vj] / np.where(v_rate > 0, v_rate, np.nan)  # (V,) s
+            ks = np.flatnonzero(cand)
+            wj = w[ks]
+            G = wl.req_gpus[wj]
+            rate = tm.isolated(wl.model[wj][:, None], vt[None, :], G[:, None], False)  # (C, V)
+            t_w = state.remaining[wj][:, None] / np.where(rate > 0, rate, np.nan)
+            # Amounts at the request (the masks are skipped when nothing fits anywhere).
+            cpg, mpg, mem_ok = core.features.window_amounts(
+                jt, wl, core.window, core.slot_ok, core.node_up
+            )
+            need_c = cpg[vn[None, :], ks[:, None], c1] * G[:, None]
+            need_m = mpg[vn[None, :], ks[:, None], m1] * G[:, None]
+            ok = (
+                wl.allowed_types[wj][:, vt]
+                & mem_ok[vn[None, :], ks[:, None], m1]
+                & (core.free_g[vn][None, :] + vg[None, :] >= G[:, None])
+                & (core.free_c[vn][None, :] + cur.cpus[v][None, :] >= need_c - EPS)
+                & (core.free_m[vn][None, :] + cur.mem[v][None, :] >= need_m - EPS)
+                & (v_rem[None, :] > ratio * t_w)  # NaN compares False
+            )
+            if not ok.any():
+                break
+            i = int(np.argmax(ok.any(axis=1)))  # the shortest candidate with a victim
+            cols = np.flatnonzero(ok[i])
+            # Fewest GPUs, then the longest remaining time, then the lowest node index.
+            c = cols[np.lexsort((vn[cols], -v_rem[cols], vg[cols]))[0]]
+            k, n, victim = int(ks[i]), int(vn[c]), int(vj[c])
+            core.release(np.array([victim]))
+            self._preempted[victim] += 1
+            self.preemptions += 1
+            actions = np.zeros(core.N, dtype=np.int64)
+            actions[n] = int(core.codec.encode(k, g1, c1, m1))
+            if core.resolve_claims(actions)[1] == 0:  # pragma: no cover - room was checked
+                raise RuntimeError(f"preemption of job {victim} on node {n} did not place slot {k}")
+            done += 1
+        core.pending = before  # the window goes back to the actor's order
+        core.refresh()
+        return done
 
     @staticmethod
     def _remaining_time(
@@ -433,6 +555,10 @@ class MAIFSPolicy(CoreActorPolicy):
             None = off.
         migrate_gain: Turn on migration to idle faster GPUs (see :class:`CoreActorPolicy`);
             None = off.
+        preempt_ratio: Turn on preemption for short jobs (see :class:`CoreActorPolicy`);
+            None = off.
+        preempt_wait_s: Waiting time (s) after which a job may preempt.
+        preempt_max: Times the rule may preempt one job.
         net: Use this network and config instead of a file (training-time evaluation).
     """
 
@@ -444,6 +570,9 @@ class MAIFSPolicy(CoreActorPolicy):
         long_guard_s: float | None = None,
         starve_guard_s: float | None = None,
         migrate_gain: float | None = None,
+        preempt_ratio: float | None = None,
+        preempt_wait_s: float = 0.0,
+        preempt_max: int = 1,
         net: tuple[Any, Any] | None = None,
     ) -> None:
         import torch
@@ -467,6 +596,9 @@ class MAIFSPolicy(CoreActorPolicy):
             "maifs",
             starve_guard_s=starve_guard_s,
             migrate_gain=migrate_gain,
+            preempt_ratio=preempt_ratio,
+            preempt_wait_s=preempt_wait_s,
+            preempt_max=preempt_max,
         )
 
     def reset(

@@ -464,6 +464,27 @@ class FeatureBuilder:
         self._per_job_cache = (jt, out)
         return out
 
+    def window_amounts(
+        self,
+        jt: JobTable,
+        wl: Workload,
+        window: NDArray[np.int64],
+        slot_ok: NDArray[np.bool_],
+        node_up: NDArray[np.bool_],
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+        """Per-GPU amounts of the window's jobs at each level, whatever the free room.
+
+        :meth:`masks` uses the same numbers; these do not depend on the free resources, so
+        they are valid also when the env skips the masks because nothing fits.
+
+        Returns:
+            ``(cpu_per_gpu, mem_per_gpu, mem_ok)``: CPU cores per GPU, shape (N, K, L_c);
+            memory (GiB) per GPU, shape (N, K, L_m); whether each memory level is usable on
+            the node, shape (N, K, L_m).
+        """
+        st = self._window_static(jt, wl, window, slot_ok, node_up)
+        return st.cpg, st.mpg, st.mem_ok
+
     def _window_static(
         self,
         jt: JobTable,

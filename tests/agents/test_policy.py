@@ -11,6 +11,8 @@ from helpers import fast_config, tiny_tm
 from hetsched.agents.agent import Acting, build_net, env_settings, net_dims
 from hetsched.agents.driver import TeamEnv
 from hetsched.agents.policy import MAIFSPolicy, TeacherPolicy
+from hetsched.envs.core import EnvCore
+from hetsched.sim.cluster import Cluster
 from hetsched.sim.engine import SimConfig, Simulator
 
 
@@ -92,7 +94,6 @@ def test_long_job_guard_masks() -> None:
 @pytest.mark.parametrize("guard_s", [None, 3600.0])
 def test_starvation_guard_places_a_job_left_waiting_on_idle_gpus(guard_s: float | None) -> None:
     from hetsched.agents.policy import CoreActorPolicy
-    from hetsched.envs.core import EnvCore
     from hetsched.envs.spaces import EnvSettings
 
     tm = tiny_tm()
@@ -143,7 +144,6 @@ def test_migration_moves_a_running_job_to_an_idle_faster_gpu(
     gain: float | None, blocker: bool, moves: int
 ) -> None:
     from hetsched.agents.policy import CoreActorPolicy
-    from hetsched.envs.core import EnvCore
     from hetsched.envs.spaces import EnvSettings
 
     tm = tiny_tm()  # 4x faster on the A100
@@ -189,7 +189,6 @@ def test_migration_moves_a_running_job_to_an_idle_faster_gpu(
 
 def test_migration_moves_a_multi_node_job_as_a_gang() -> None:
     from hetsched.agents.policy import CoreActorPolicy
-    from hetsched.envs.core import EnvCore
     from hetsched.envs.spaces import EnvSettings
 
     tm = tiny_tm()  # 4x faster on the A100
@@ -245,3 +244,127 @@ def test_teacher_gangs_a_job_larger_than_any_node_even_if_a_smaller_level_fits_o
     assert (acts > 0).all()  # both nodes claim the gang
     res = Simulator(cl, wl, tm, SimConfig()).run(pol)
     assert np.isfinite(res.finish_time).all() and res.start_time[0] == 0.0
+
+
+def _first_fit_actor(core: EnvCore) -> np.ndarray:
+    """Place the first window job that fits one node at its request on the lowest such node."""
+    a = np.zeros(core.N, dtype=np.int64)
+    one = core.features.one
+    single = core.ma.single[:, :, one[0], one[1], one[2]]
+    for k in np.flatnonzero(core.slot_ok & single.any(axis=0)).tolist():
+        n = int(np.argmax(single[:, k]))
+        a[n] = int(core.codec.encode(k, *one))
+        break
+    return a
+
+
+def _one_gpu_cluster() -> Cluster:
+    return make_cluster([{"gpu_type": "a100", "count": 1, "gpus": 1, "cpus": 16, "mem_gib": 64}])
+
+
+@pytest.mark.parametrize(
+    ("ratio", "short_work", "preempted"),
+    [(None, 100.0, False), (4.0, 100.0, True), (4.0, 1.5e6, False)],
+)
+def test_preemption_for_a_short_job(
+    ratio: float | None, short_work: float, preempted: bool
+) -> None:
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings
+
+    tm = tiny_tm()
+    cl = _one_gpu_cluster()
+    # j0 (long) holds the only GPU; j1 arrives at 600 s. It takes j0's place only when j0's
+    # remaining time is more than ``ratio`` times j1's run time.
+    wl = make_workload([0.0, 600.0], [4e6, short_work], [1, 1])
+    pol = CoreActorPolicy(
+        EnvSettings(window=4, advance="event", round_s=60), _first_fit_actor, preempt_ratio=ratio
+    )
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+    assert np.isfinite(res.finish_time).all()
+    assert pol.run_stats()["preemptions"] == int(preempted)
+    assert int(res.preemptions[0]) == int(preempted) and int(res.preemptions[1]) == 0
+    if preempted:  # j1 starts on arrival; j0 resumes after it, paying its restart delay
+        assert res.start_time[1] == 600.0
+        assert res.finish_time[0] > res.finish_time[1]
+        assert res.finish_time[0] >= 4e6 / 4.0 + short_work / 4.0 + tm.restart_delay_s[0]
+    else:  # j1 waits for j0
+        assert res.start_time[1] >= res.finish_time[0]
+
+
+@pytest.mark.parametrize(("max_times", "expected"), [(1, 1), (2, 2)])
+def test_preemption_cap_per_job(max_times: int, expected: int) -> None:
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings
+
+    tm = tiny_tm()
+    cl = _one_gpu_cluster()
+    # Two short jobs arrive while the long j0 runs; j0 may be preempted ``max_times`` times.
+    wl = make_workload([0.0, 600.0, 7200.0], [4e6, 100.0, 100.0], [1, 1, 1])
+    pol = CoreActorPolicy(
+        EnvSettings(window=4, advance="event", round_s=60),
+        _first_fit_actor,
+        preempt_ratio=4.0,
+        preempt_max=max_times,
+    )
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+    assert pol.preemptions == expected and int(res.preemptions[0]) == expected
+    assert res.start_time[1] == 600.0
+    assert (res.start_time[2] == 7200.0) == (expected == 2)
+
+
+def test_preemption_waits_and_looks_past_the_arrival_order_window() -> None:
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings
+
+    tm = tiny_tm()
+    cl = _one_gpu_cluster()
+    # Window of one slot: the long j1 (arrived first) fills it in arrival order, so the short
+    # j2 is only seen through the rule's shortest-first window. With a 3600 s wait, j2 may
+    # preempt j0 at the first decision point after waiting that long: j3's arrival at 7200 s.
+    wl = make_workload([0.0, 10.0, 600.0, 7200.0], [4e6, 4e6, 100.0, 4e6], [1, 1, 1, 1])
+    seen: list[int] = []
+
+    def actor(core: EnvCore) -> np.ndarray:
+        seen.append(int(core.window[0]))
+        return _first_fit_actor(core)
+
+    pol = CoreActorPolicy(
+        EnvSettings(window=1, advance="event", round_s=60),
+        actor,
+        preempt_ratio=4.0,
+        preempt_wait_s=3600.0,
+    )
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+    assert pol.preemptions == 1 and int(res.preemptions[0]) == 1
+    assert res.start_time[2] == 7200.0
+    assert 0 in seen and 2 not in seen  # the actor's window never showed j2
+    # After the rule the actor sees the arrival order again: j0 (preempted, pending, arrived
+    # first) resumes before j1 starts.
+    assert res.finish_time[2] < res.start_time[1] and res.finish_time[0] <= res.start_time[1]
+
+
+def test_preemption_arguments_and_release_are_checked() -> None:
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings
+
+    s = EnvSettings(advance="event")
+    with pytest.raises(ValueError, match="preempt_ratio"):
+        CoreActorPolicy(s, _first_fit_actor, preempt_ratio=1.0)
+    with pytest.raises(ValueError, match="preempt_wait_s"):
+        CoreActorPolicy(s, _first_fit_actor, preempt_ratio=4.0, preempt_wait_s=-1.0)
+    with pytest.raises(ValueError, match="preempt_max"):
+        CoreActorPolicy(s, _first_fit_actor, preempt_ratio=4.0, preempt_max=0)
+    pol = CoreActorPolicy(s, _first_fit_actor)
+    tm = tiny_tm()
+    cl = _one_gpu_cluster()
+    wl = make_workload([0.0], [1e4], [1])
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    sim = Simulator(cl, wl, tm, SimConfig(round_s=60))
+    assert pol.core is not None
+    pol.core.begin(sim.state())
+    with pytest.raises(ValueError, match="none of these jobs runs"):
+        pol.core.release(np.array([0]))

@@ -84,3 +84,29 @@ def test_alibaba_set_runs_the_named_trace() -> None:
     _, rows = mod.score_checkpoints([ck], sets=[("sia_64", 4700, False, "alibaba")], seeds=[50])  # type: ignore[attr-defined]
     assert {r["start"] for r in rows} == {"alibaba 4700"}
     assert all(r["jct_h"] > 0 and r["mk_h"] > 0 for r in rows)
+
+
+def test_loaded_sets_share_no_job_with_the_test_windows() -> None:
+    import numpy as np
+
+    from hetsched.envs.presets import resolve_workload
+
+    mod = _load()
+
+    from hetsched.envs.presets import resolve_cluster
+    from hetsched.sim.throughput import default_throughput
+
+    tm, cl = default_throughput(), resolve_cluster("sia_64")
+
+    def jobs(start: int, busiest: bool) -> set[str]:
+        f = resolve_workload("philly", {"start": start, "num_jobs": 300, "busiest": busiest})
+        assert callable(f)
+        wl = f(throughput=tm, cluster=cl, rng=np.random.default_rng(0))
+        return set(wl.job_id.tolist())
+
+    tests = jobs(0, True) | jobs(44000, True) | jobs(30000, False)  # t1, t2, t3
+    sets = mod.LOADED_SETS  # type: ignore[attr-defined]
+    assert len(sets) == 6 and not any(s[2] for s in sets)
+    for start in {s[1] for s in sets}:
+        held = jobs(start, False)
+        assert len(held) == 300 and not held & tests

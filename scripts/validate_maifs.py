@@ -98,6 +98,8 @@ def score_checkpoints(
     preempt_ratio: float | None = None,
     preempt_wait_s: float = 0.0,
     preempt_max: int = 1,
+    fast_wait_s: float | None = None,
+    fast_max_s: float = 3600.0,
     sets: Sequence[ValidationSet] = VALIDATION_SETS,
     seeds: Sequence[int] = SEEDS,
 ) -> tuple[dict[str, float], list[dict[str, Any]]]:
@@ -111,6 +113,8 @@ def score_checkpoints(
         preempt_ratio: Turn on preemption for short jobs for every checkpoint (None: off).
         preempt_wait_s: Waiting time (s) after which a job may preempt.
         preempt_max: Times the preemption rule may preempt one job.
+        fast_wait_s: Turn on the fast-GPU guard for every checkpoint (None: off).
+        fast_max_s: Longest estimated run time (s) of a job the fast-GPU guard places.
         sets: ``(cluster, start[, busiest[, workload]])`` validation sets (:data:`ValidationSet`).
         seeds: Seeds per set.
 
@@ -132,6 +136,8 @@ def score_checkpoints(
             preempt_ratio=preempt_ratio,
             preempt_wait_s=preempt_wait_s,
             preempt_max=preempt_max,
+            fast_wait_s=fast_wait_s,
+            fast_max_s=fast_max_s,
         )
     rows: list[dict[str, Any]] = []
     ratios: dict[str, list[float]] = {name: [] for name in policies}
@@ -186,12 +192,19 @@ def main() -> None:
     ap.add_argument("--preempt-ratio", type=float, default=None)
     ap.add_argument("--preempt-wait-s", type=float, default=0.0)
     ap.add_argument("--preempt-max", type=int, default=1)
+    ap.add_argument("--fast-wait-s", type=float, default=None)
+    ap.add_argument("--fast-max-s", type=float, default=3600.0)
+    ap.add_argument(
+        "--seeds", type=int, nargs="+", default=list(SEEDS), help="validation seeds (< 100)"
+    )
     ap.add_argument(
         "--alibaba", action="store_true", help="add the Alibaba sets (needs the shared data)"
     )
     ap.add_argument("--loaded", action="store_true", help="add the loaded stretches (LOADED_SETS)")
     ap.add_argument("--out", type=Path, default=None, help="also write the tables as Markdown")
     args = ap.parse_args()
+    if any(seed >= 100 for seed in args.seeds):
+        ap.error(f"--seeds {args.seeds}: seeds 100 and up are the test seeds; use seeds < 100")
     missing = [str(p) for p in args.checkpoints if not p.is_file()]
     if missing:
         ap.error(f"no such checkpoint file: {', '.join(missing)}")
@@ -203,6 +216,9 @@ def main() -> None:
         preempt_ratio=args.preempt_ratio,
         preempt_wait_s=args.preempt_wait_s,
         preempt_max=args.preempt_max,
+        fast_wait_s=args.fast_wait_s,
+        fast_max_s=args.fast_max_s,
+        seeds=args.seeds,
         sets=VALIDATION_SETS
         + (LOADED_SETS if args.loaded else ())
         + (ALIBABA_SETS if args.alibaba else ()),

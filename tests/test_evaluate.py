@@ -43,16 +43,18 @@ def test_default_config_composes_with_simple_schedulers() -> None:
     assert cfg.scheduler.maifs.migrate_gain == 0.1  # the preset's default, docs/results.md
     m = cfg.scheduler.maifs  # preemption for short jobs, chosen on validation (docs/results.md)
     assert (m.preempt_ratio, m.preempt_wait_s, m.preempt_max) == (4.0, 7200, 3)
+    assert (m.fast_wait_s, m.fast_max_s) == (0, 10800)
     cfg = _compose(
         [
             "scheduler=maifs",
             "scheduler.maifs.starve_guard_s=null",
             "scheduler.maifs.migrate_gain=null",
             "scheduler.maifs.preempt_ratio=null",
+            "scheduler.maifs.fast_wait_s=null",
         ]
     )
     assert cfg.scheduler.maifs.starve_guard_s is None and cfg.scheduler.maifs.migrate_gain is None
-    assert cfg.scheduler.maifs.preempt_ratio is None
+    assert cfg.scheduler.maifs.preempt_ratio is None and cfg.scheduler.maifs.fast_wait_s is None
     assert cfg.cluster.name == "sia_64"
     assert cfg.workload.name == "philly"
     # Several seeds by default; plots and TensorBoard on, skipping off.

@@ -254,6 +254,9 @@ class MAIFSSchedulerConf:
             its remaining time (null = off): see :class:`hetsched.agents.policy.CoreActorPolicy`.
         preempt_wait_s: Waiting time (s) after which a job may preempt.
         preempt_max: Times the rule may preempt one job.
+        fast_wait_s: Place a job that has waited this long (s) when a node of its fastest GPU
+            type holds it (null = off): see :class:`hetsched.agents.policy.CoreActorPolicy`.
+        fast_max_s: Longest estimated run time (s) of a job the fast-GPU guard places.
     """
 
     _target_: str = "hetsched.agents.policy.MAIFSPolicy"
@@ -266,6 +269,8 @@ class MAIFSSchedulerConf:
     preempt_ratio: float | None = None
     preempt_wait_s: float = 0.0
     preempt_max: int = 1
+    fast_wait_s: float | None = None
+    fast_max_s: float = 3600.0
 
 
 @dataclass

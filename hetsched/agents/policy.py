@@ -80,6 +80,16 @@ class CoreActorPolicy(BasePolicy):
       node of the faster type if one has room, else to the fewest nodes of that type. Multi-node
       jobs go first, then single-node ones; within each, the largest saving first. A node freed
       by a move is not a target in the same round. The engine charges the move as a restart.
+    * **Fast-GPU guard** (``fast_wait_s``, off by default): after the starvation guard, while a
+      window job that has waited at least ``fast_wait_s`` seconds and is estimated to run at
+      most ``fast_max_s`` seconds (isolated rate at its request on its fastest allowed type)
+      fits one node of that fastest type at its request, it is placed there -- the
+      longest-waiting first, on the node with the fewest free GPUs that holds it (lowest index
+      on ties). A short job cannot gain by waiting for a GPU faster than the fastest one, and
+      holds it only briefly; the learned agents sometimes pass on it, which on a lightly
+      loaded cluster (few events) leaves it waiting until the next arrival or completion.
+      ``scheduler=maifs`` turns it on at once (0 s) for jobs of up to 3 h (chosen on
+      validation, ``docs/results.md``).
     * **Preemption for short jobs** (``preempt_ratio``, off by default): after the placements
       and the starvation guard, the rule looks at the waiting jobs that have waited at least
       ``preempt_wait_s`` seconds, shortest first (estimated run time at the request on the
@@ -112,6 +122,9 @@ class CoreActorPolicy(BasePolicy):
             time is this many times shorter than its remaining time (> 1); None = off.
         preempt_wait_s: Waiting time (s) after which a job may preempt (>= 0).
         preempt_max: Times the rule may preempt one job (>= 1).
+        fast_wait_s: Waiting time (s) after which the fast-GPU guard places a short job on a
+            node of its fastest GPU type; None = off.
+        fast_max_s: Longest estimated run time (s) of a job the fast-GPU guard places.
     """
 
     event_driven = True
@@ -126,6 +139,8 @@ class CoreActorPolicy(BasePolicy):
         preempt_ratio: float | None = None,
         preempt_wait_s: float = 0.0,
         preempt_max: int = 1,
+        fast_wait_s: float | None = None,
+        fast_max_s: float = 3600.0,
     ) -> None:
         if settings.advance != "event":
             raise ValueError(
@@ -158,6 +173,13 @@ class CoreActorPolicy(BasePolicy):
         self.preempt_max = int(preempt_max)
         self.preemptions = 0
         self._preempted = np.zeros(0, dtype=np.int64)
+        if fast_wait_s is not None and not fast_wait_s >= 0:
+            raise ValueError(f"fast_wait_s={fast_wait_s!r} must be >= 0 seconds or None")
+        self.fast_wait_s = fast_wait_s
+        if not fast_max_s > 0:
+            raise ValueError(f"fast_max_s={fast_max_s!r} must be > 0 seconds")
+        self.fast_max_s = float(fast_max_s)
+        self.fast_placements = 0
 
     def reset(
         self,
@@ -176,6 +198,7 @@ class CoreActorPolicy(BasePolicy):
         self.migrations = 0
         self.preemptions = 0
         self._preempted = np.zeros(workload.num_jobs, dtype=np.int64)
+        self.fast_placements = 0
 
     def run_stats(self) -> dict[str, float]:
         """Counters of the run so far (``results_extended.csv`` columns ``policy_<name>``).
@@ -191,6 +214,7 @@ class CoreActorPolicy(BasePolicy):
             "guard_placements": float(self.guard_placements),
             "migrations": float(self.migrations),
             "preemptions": float(self.preemptions),
+            "fast_placements": float(self.fast_placements),
         }
 
     def act(self, core: EnvCore) -> NDArray[np.int64]:
@@ -216,6 +240,12 @@ class CoreActorPolicy(BasePolicy):
                 if claim is None or core.resolve_claims(claim)[1] == 0:
                     break
                 self.guard_placements += 1
+        if self.fast_wait_s is not None:
+            for _ in range(core.K):  # at most one placement per window slot
+                claim = self._fast_claim(core, state, self.fast_wait_s, self.fast_max_s)
+                if claim is None or core.resolve_claims(claim)[1] == 0:
+                    break
+                self.fast_placements += 1
         if self.preempt_ratio is not None and self._preempt(core, state, self.preempt_ratio):
             go = core.any_legal
             while go:  # the actor fills the room the victims left
@@ -490,6 +520,35 @@ class CoreActorPolicy(BasePolicy):
         return moves
 
     @staticmethod
+    def _fast_claim(
+        core: EnvCore, state: SimState, wait_s: float, max_s: float
+    ) -> NDArray[np.int64] | None:
+        """Actions placing the longest-waiting short window job on a node of its fastest type.
+
+        Only jobs waiting at least ``wait_s`` seconds, estimated to run at most ``max_s``
+        seconds there (isolated rate at the request), that one node of their fastest allowed
+        GPU type can hold at their request; on the node with the fewest free GPUs that holds
+        it (lowest index on ties). None when no job qualifies.
+        """
+        if not core.any_legal:
+            return None
+        assert core.wl is not None and core.jt is not None
+        g1, c1, m1 = core.features.one
+        w = np.where(core.slot_ok, core.window, 0)
+        speed = core.jt.rel_tput[w][:, core.cluster.node_type].T  # (N, K)
+        best = core.ma.single[:, :, g1, c1, m1] & (speed >= 1.0 - 1e-9)
+        waited = np.where(core.slot_ok, state.time - core.wl.arrival[w], -np.inf)
+        short = state.remaining[w] <= max_s * core.jt.best_tput[w]
+        cand = (waited >= wait_s) & short & best.any(axis=0)
+        if not cand.any():
+            return None
+        k = int(np.argmax(np.where(cand, waited, -np.inf)))
+        n = int(np.argmin(np.where(best[:, k], core.free_g, np.iinfo(np.int64).max)))
+        actions = np.zeros(core.N, dtype=np.int64)
+        actions[n] = int(core.codec.encode(k, g1, c1, m1))
+        return actions
+
+    @staticmethod
     def _starved_claim(core: EnvCore, now: float, wait_s: float) -> NDArray[np.int64] | None:
         """Actions placing the longest-waiting starved window job at its request, or None."""
         if not core.any_legal:
@@ -559,6 +618,8 @@ class MAIFSPolicy(CoreActorPolicy):
             None = off.
         preempt_wait_s: Waiting time (s) after which a job may preempt.
         preempt_max: Times the rule may preempt one job.
+        fast_wait_s: Turn on the fast-GPU guard (s; see :class:`CoreActorPolicy`); None = off.
+        fast_max_s: Longest estimated run time (s) of a job the fast-GPU guard places.
         net: Use this network and config instead of a file (training-time evaluation).
     """
 
@@ -573,6 +634,8 @@ class MAIFSPolicy(CoreActorPolicy):
         preempt_ratio: float | None = None,
         preempt_wait_s: float = 0.0,
         preempt_max: int = 1,
+        fast_wait_s: float | None = None,
+        fast_max_s: float = 3600.0,
         net: tuple[Any, Any] | None = None,
     ) -> None:
         import torch
@@ -599,6 +662,8 @@ class MAIFSPolicy(CoreActorPolicy):
             preempt_ratio=preempt_ratio,
             preempt_wait_s=preempt_wait_s,
             preempt_max=preempt_max,
+            fast_wait_s=fast_wait_s,
+            fast_max_s=fast_max_s,
         )
 
     def reset(

@@ -368,3 +368,62 @@ def test_preemption_arguments_and_release_are_checked() -> None:
     pol.core.begin(sim.state())
     with pytest.raises(ValueError, match="none of these jobs runs"):
         pol.core.release(np.array([0]))
+
+
+@pytest.mark.parametrize(
+    ("fast_wait_s", "max_s", "j0_node", "j1_starts_at_arrival"),
+    [
+        (None, 3600.0, 0, False),
+        (0.0, 3600.0, 0, True),
+        (0.0, 3600.0, 1, False),
+        (0.0, 100.0, 0, False),
+    ],
+)
+def test_fast_gpu_guard_places_only_short_jobs_on_the_fastest_type(
+    fast_wait_s: float | None, max_s: float, j0_node: int, j1_starts_at_arrival: bool
+) -> None:
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings
+
+    tm = tiny_tm()  # 4x faster on the A100
+    cl = make_cluster(
+        [
+            {"gpu_type": "t4", "count": 1, "gpus": 1, "cpus": 16, "mem_gib": 64},
+            {"gpu_type": "a100", "count": 1, "gpus": 1, "cpus": 16, "mem_gib": 64},
+        ]
+    )
+    # The actor places j0 on ``j0_node`` and leaves j1 (arriving at 600 s, 250 s of work on
+    # the A100) waiting. The guard starts j1 at once on the idle A100 (node 1), but never on
+    # the slower T4, and not when j1 is estimated to run longer than ``max_s``.
+    wl = make_workload([0.0, 600.0], [4e5, 1e3], [1, 1])
+
+    def only_j0(core: EnvCore) -> np.ndarray:
+        a = np.zeros(core.N, dtype=np.int64)
+        one = core.features.one
+        k = np.flatnonzero(core.window == 0)
+        if k.size and core.ma.single[j0_node, int(k[0]), one[0], one[1], one[2]]:
+            a[j0_node] = int(core.codec.encode(int(k[0]), *one))
+        return a
+
+    pol = CoreActorPolicy(
+        EnvSettings(window=4, advance="event", round_s=60),
+        only_j0,
+        fast_wait_s=fast_wait_s,
+        fast_max_s=max_s,
+    )
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    sim = Simulator(cl, wl, tm, SimConfig(round_s=60))
+    res = sim.run(pol)
+    assert np.isfinite(res.finish_time).all()
+    assert (res.start_time[1] == 600.0) == j1_starts_at_arrival
+    # With the guard j1 runs on the A100 only: at once, or when j0 leaves it.
+    guard = fast_wait_s is not None and max_s > 250.0
+    assert pol.run_stats()["fast_placements"] == int(guard)
+    if guard:
+        assert sim.gpu_s_by_type[1][int(cl.node_type[0])] == 0  # never on the T4
+        if j0_node == 1:  # at the first round boundary after j0 ends
+            assert res.finish_time[0] <= res.start_time[1] < res.finish_time[0] + 60.0
+    with pytest.raises(ValueError, match="fast_wait_s"):
+        CoreActorPolicy(EnvSettings(advance="event"), only_j0, fast_wait_s=-1.0)
+    with pytest.raises(ValueError, match="fast_max_s"):
+        CoreActorPolicy(EnvSettings(advance="event"), only_j0, fast_max_s=0.0)

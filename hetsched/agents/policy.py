@@ -303,8 +303,8 @@ class CoreActorPolicy(BasePolicy):
         # The window shows the eligible waiting jobs, shortest first (restored at the end).
         est_p = state.remaining[p] / jt.best_tput[p]
         key = np.where(state.time - wl.arrival[p] >= self.preempt_wait_s, est_p, np.inf)
-        before = p.copy()
-        core.reorder_pending(np.argsort(key, kind="stable"))
+        order = np.argsort(key, kind="stable")
+        core.reorder_pending(order)
         g1, c1, m1 = core.features.one
         done = 0
         for _ in range(core.K):  # at most one placement per window slot
@@ -365,8 +365,7 @@ class CoreActorPolicy(BasePolicy):
             if core.resolve_claims(actions)[1] == 0:  # pragma: no cover - room was checked
                 raise RuntimeError(f"preemption of job {victim} on node {n} did not place slot {k}")
             done += 1
-        core.pending = before  # the window goes back to the actor's order
-        core.refresh()
+        core.reorder_pending(np.argsort(order))  # the window goes back to the actor's order
         return done
 
     @staticmethod

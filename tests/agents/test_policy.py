@@ -427,3 +427,46 @@ def test_fast_gpu_guard_places_only_short_jobs_on_the_fastest_type(
         CoreActorPolicy(EnvSettings(advance="event"), only_j0, fast_wait_s=-1.0)
     with pytest.raises(ValueError, match="fast_max_s"):
         CoreActorPolicy(EnvSettings(advance="event"), only_j0, fast_max_s=0.0)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_all_rules_together_keep_the_simulation_valid(seed: int) -> None:
+    """Random small workloads with every rule on: allocations validate, every job finishes."""
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings
+
+    tm = tiny_tm()
+    cl = make_cluster(
+        [
+            {"gpu_type": "t4", "count": 2, "gpus": 2, "cpus": 16, "mem_gib": 64},
+            {"gpu_type": "a100", "count": 2, "gpus": 4, "cpus": 32, "mem_gib": 128},
+        ]
+    )
+    rng = np.random.default_rng(seed)
+    J = 40
+    wl = make_workload(
+        sorted(rng.uniform(0, 6 * 3600, J).tolist()),
+        rng.choice([100.0, 1e3, 1e4, 1e5], J).tolist(),
+        rng.choice([1, 1, 2, 4], J).tolist(),
+        cpu=4.0,
+        mem=16.0,
+    )
+    pol = CoreActorPolicy(
+        EnvSettings(window=4, advance="event", round_s=60),
+        _first_fit_actor,
+        starve_guard_s=3600.0,
+        migrate_gain=0.1,
+        preempt_ratio=2.0,
+        preempt_max=2,
+        fast_wait_s=0.0,
+        fast_max_s=3600.0,
+    )
+    pol.reset(cl, wl, tm, np.random.default_rng(seed))
+    # Simulator.advance validates every allocation (room, GPU counts, types) and raises if not.
+    res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+    assert np.isfinite(res.finish_time).all()
+    assert (res.finish_time >= res.start_time).all()
+    stats = pol.run_stats()
+    assert stats["preemptions"] <= res.preemptions.sum()  # each rule preemption is one
+    assert (pol._preempted <= 2).all()
+    assert stats["preemptions"] > 0 and stats["migrations"] > 0  # the rules interact here

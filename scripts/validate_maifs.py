@@ -100,6 +100,7 @@ def score_checkpoints(
     preempt_max: int = 1,
     fast_wait_s: float | None = None,
     fast_max_s: float = 3600.0,
+    window_order: str | None = None,
     sets: Sequence[ValidationSet] = VALIDATION_SETS,
     seeds: Sequence[int] = SEEDS,
 ) -> tuple[dict[str, float], list[dict[str, Any]]]:
@@ -115,6 +116,8 @@ def score_checkpoints(
         preempt_max: Times the preemption rule may preempt one job.
         fast_wait_s: Turn on the fast-GPU guard for every checkpoint (None: off).
         fast_max_s: Longest estimated run time (s) of a job the fast-GPU guard places.
+        window_order: Override every checkpoint's window order (None: as trained); the
+            teacher keeps the arrival order, so scores stay comparable.
         sets: ``(cluster, start[, busiest[, workload]])`` validation sets (:data:`ValidationSet`).
         seeds: Seeds per set.
 
@@ -138,6 +141,7 @@ def score_checkpoints(
             preempt_max=preempt_max,
             fast_wait_s=fast_wait_s,
             fast_max_s=fast_max_s,
+            window_order=window_order,
         )
     rows: list[dict[str, Any]] = []
     ratios: dict[str, list[float]] = {name: [] for name in policies}
@@ -194,6 +198,7 @@ def main() -> None:
     ap.add_argument("--preempt-max", type=int, default=1)
     ap.add_argument("--fast-wait-s", type=float, default=None)
     ap.add_argument("--fast-max-s", type=float, default=3600.0)
+    ap.add_argument("--window-order", choices=("arrival", "attained", "sjf"), default=None)
     ap.add_argument(
         "--seeds", type=int, nargs="+", default=list(SEEDS), help="validation seeds (< 100)"
     )
@@ -218,6 +223,7 @@ def main() -> None:
         preempt_max=args.preempt_max,
         fast_wait_s=args.fast_wait_s,
         fast_max_s=args.fast_max_s,
+        window_order=args.window_order,
         seeds=args.seeds,
         sets=VALIDATION_SETS
         + (LOADED_SETS if args.loaded else ())

@@ -257,6 +257,8 @@ class MAIFSSchedulerConf:
         fast_wait_s: Place a job that has waited this long (s) when a node of its fastest GPU
             type holds it (null = off): see :class:`hetsched.agents.policy.CoreActorPolicy`.
         fast_max_s: Longest estimated run time (s) of a job the fast-GPU guard places.
+        window_order: Override the agents' window order (``arrival``, ``attained`` or ``sjf``;
+            null = the checkpoint's, ``arrival``).
     """
 
     _target_: str = "hetsched.agents.policy.MAIFSPolicy"
@@ -271,6 +273,7 @@ class MAIFSSchedulerConf:
     preempt_max: int = 1
     fast_wait_s: float | None = None
     fast_max_s: float = 3600.0
+    window_order: str | None = None
 
 
 @dataclass

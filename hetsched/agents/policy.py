@@ -14,7 +14,7 @@ simulator as every baseline, on exactly the observations and masks it was traine
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -619,6 +619,9 @@ class MAIFSPolicy(CoreActorPolicy):
         preempt_max: Times the rule may preempt one job.
         fast_wait_s: Turn on the fast-GPU guard (s; see :class:`CoreActorPolicy`); None = off.
         fast_max_s: Longest estimated run time (s) of a job the fast-GPU guard places.
+        window_order: Override the window order the agents see (``"arrival"``, the order
+            every checkpoint was trained with; ``"attained"``; ``"sjf"``, shortest estimated
+            run time first); None = the checkpoint's.
         net: Use this network and config instead of a file (training-time evaluation).
     """
 
@@ -635,6 +638,7 @@ class MAIFSPolicy(CoreActorPolicy):
         preempt_max: int = 1,
         fast_wait_s: float | None = None,
         fast_max_s: float = 3600.0,
+        window_order: str | None = None,
         net: tuple[Any, Any] | None = None,
     ) -> None:
         import torch
@@ -652,8 +656,11 @@ class MAIFSPolicy(CoreActorPolicy):
             self.conf.env.long_guard_s = float(long_guard_s)
         self.greedy = greedy
         self.conflict = conflict
+        settings = env_settings(self.conf.env)
+        if window_order is not None:
+            settings = replace(settings, window_order=window_order)  # validated by EnvSettings
         super().__init__(
-            env_settings(self.conf.env),
+            settings,
             None,
             "maifs",
             starve_guard_s=starve_guard_s,

@@ -130,8 +130,9 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
     **Version history.** ``hetsched/Cluster-v0`` (hetsched 0.1.0): first release. Later
     changes were speed-ups and one fix that keep the spaces, dynamics and rewards: a stall is
     also detected with ``skip_idle=False`` (before, such an episode ran to ``max_cycles``), and
-    one addition that changes nothing by default: the optional progress shaping term
-    (``reward_weights={"progress": w}``, info key ``reward_progress``, 0 unless enabled).
+    two additions that change nothing by default: the optional progress shaping term
+    (``reward_weights={"progress": w}``, info key ``reward_progress``, 0 unless enabled) and
+    the window order ``window_order="sjf"`` (shortest estimated run time first).
     The suffix is bumped whenever spaces, dynamics or rewards change (saved agents depend on
     them: MAIFS checkpoints record the env id and observation layout and refuse a mismatch).
 
@@ -150,7 +151,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         max_decisions_per_round: Decision steps after which time advances anyway.
         advance: ``"round"``, ``"no_pending"`` or ``"event"`` (see :class:`EnvSettings`).
         skip_idle: Advance by itself while no agent has a legal placement.
-        window_order: ``"arrival"`` or ``"attained"``.
+        window_order: ``"arrival"``, ``"attained"`` or ``"sjf"`` (see :class:`EnvSettings`).
         conflict_rule: ``"lowest_index"``, ``"best_fit"`` or ``"most_free"``.
         workload_kwargs: Overrides of a workload preset's fields, or extra factory kwargs
             (default for the ``"philly"`` preset: :data:`DEFAULT_WORKLOAD_KWARGS`).

@@ -265,6 +265,10 @@ class EnvCore:
         pend = sim.pending_jobs()
         if self.cfg.window_order == "attained" and pend.size:
             pend = pend[np.lexsort((pend, sim.attained_gpu_s[pend]))]
+        elif self.cfg.window_order == "sjf" and pend.size:
+            assert self.jt is not None
+            est = sim.remaining[pend] / self.jt.best_tput[pend]  # s at the request, fastest type
+            pend = pend[np.lexsort((pend, est))]
         self.pending = pend
         self.decision_step = 0
         self.refresh()

@@ -470,3 +470,10 @@ def test_all_rules_together_keep_the_simulation_valid(seed: int) -> None:
     assert stats["preemptions"] <= res.preemptions.sum()  # each rule preemption is one
     assert (pol._preempted <= 2).all()
     assert stats["preemptions"] > 0 and stats["migrations"] > 0  # the rules interact here
+
+
+def test_maifs_window_order_override() -> None:
+    assert MAIFSPolicy().settings.window_order == "arrival"  # as every checkpoint was trained
+    assert MAIFSPolicy(window_order="sjf").settings.window_order == "sjf"
+    with pytest.raises(ValueError, match="window_order='newest'"):
+        MAIFSPolicy(window_order="newest")

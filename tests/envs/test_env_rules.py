@@ -247,3 +247,14 @@ def test_unplaceable_job_truncates_as_stalled(skip_idle: bool) -> None:
         _, _, term, trunc, info = central.step(int(np.flatnonzero(m)[-1]))
         done, n = term or trunc, n + 1
     assert trunc and info["stalled"] == 1.0 and n < 20
+
+
+@pytest.mark.parametrize(("order", "window"), [("arrival", [0, 1]), ("sjf", [1, 2])])
+def test_window_order_sjf_shows_the_shortest_jobs_first(order: str, window: list[int]) -> None:
+    wl = jobs([1, 1, 1])
+    wl = replace(wl, work=wl.work * np.array([10.0, 0.1, 1.0]))  # j0 long, j1 short, j2 medium
+    env = tiny_env(wl, window=2, window_order=order)
+    env.reset(seed=0)
+    assert env.core.window.tolist() == window
+    with pytest.raises(ValueError, match="window_order='shortest'"):
+        tiny_env(wl, window_order="shortest")

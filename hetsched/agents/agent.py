@@ -60,6 +60,7 @@ def env_settings(conf: AgentEnvConf) -> EnvSettings:
         round_s=conf.round_s,
         max_decisions_per_round=conf.max_decisions_per_round,
         advance="event",
+        window_order=conf.window_order,
     )
 
 

@@ -36,6 +36,9 @@ class AgentEnvConf:
         reward_progress: Weight of the progress shaping term (0 = off; see
             :class:`hetsched.envs.spaces.RewardWeights`).
         max_steps: Steps after which a training episode is truncated.
+        window_order: Order of the candidate window (``arrival``, ``attained`` or ``sjf``; see
+            :class:`hetsched.envs.spaces.EnvSettings`). Checkpoints saved before this field
+            existed load with ``arrival``, the order they were trained with.
     """
 
     window: int = 16
@@ -51,6 +54,7 @@ class AgentEnvConf:
     reward_invalid: float = 0.01
     reward_progress: float = 0.0
     max_steps: int = 5000
+    window_order: str = "arrival"
 
 
 @dataclass

@@ -619,9 +619,10 @@ class MAIFSPolicy(CoreActorPolicy):
         preempt_max: Times the rule may preempt one job.
         fast_wait_s: Turn on the fast-GPU guard (s; see :class:`CoreActorPolicy`); None = off.
         fast_max_s: Longest estimated run time (s) of a job the fast-GPU guard places.
-        window_order: Override the window order the agents see (``"arrival"``, the order
-            every checkpoint was trained with; ``"attained"``; ``"sjf"``, shortest estimated
-            run time first); None = the checkpoint's.
+        window_order: Override the window order the agents see (``"arrival"``,
+            ``"attained"`` or ``"sjf"``, shortest estimated run time first); None = the
+            checkpoint's (``agent.env.window_order``, ``"arrival"`` for checkpoints saved
+            before that field existed).
         net: Use this network and config instead of a file (training-time evaluation).
     """
 

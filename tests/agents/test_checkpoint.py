@@ -119,7 +119,8 @@ SHIPPED = sorted((Path(__file__).resolve().parents[2] / "checkpoints").glob("*.p
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
 def test_shipped_checkpoints_load_and_schedule(path: Path) -> None:
     """Every checkpoint in ``checkpoints/`` loads (current env id and layout) and schedules."""
-    assert {p.name for p in SHIPPED} >= {"maifs_default.pt", "maifs_philly.pt", "maifs_progress.pt"}
+    names = {"maifs_default.pt", "maifs_multitrace.pt", "maifs_philly.pt", "maifs_progress.pt"}
+    assert {p.name for p in SHIPPED} >= names
     ck = load_checkpoint(path)
     assert ck["env_id"] == "hetsched/Cluster-v0" and "config" in ck
     assert path.stat().st_size < 4 * 2**20  # "small: a few MB at most"

@@ -473,9 +473,20 @@ def test_all_rules_together_keep_the_simulation_valid(seed: int) -> None:
 
 
 def test_maifs_window_order_override() -> None:
-    # The shipped checkpoint was saved before agent.env.window_order existed: it loads with the
-    # order it was trained with.
-    assert MAIFSPolicy().settings.window_order == "arrival"
-    assert MAIFSPolicy(window_order="sjf").settings.window_order == "sjf"
+    from pathlib import Path
+
+    ckpts = Path(__file__).resolve().parents[2] / "checkpoints"
+    # maifs_multitrace.pt was saved before agent.env.window_order existed: it loads with the
+    # order it was trained with; the default checkpoint was trained with the sjf window.
+    old = MAIFSPolicy(checkpoint=ckpts / "maifs_multitrace.pt")
+    assert old.settings.window_order == "arrival"
+    assert MAIFSPolicy().settings.window_order == "sjf"
+    assert MAIFSPolicy(window_order="arrival").settings.window_order == "arrival"
+    assert (
+        MAIFSPolicy(
+            checkpoint=ckpts / "maifs_multitrace.pt", window_order="sjf"
+        ).settings.window_order
+        == "sjf"
+    )
     with pytest.raises(ValueError, match="window_order='newest'"):
         MAIFSPolicy(window_order="newest")

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -92,15 +92,7 @@ SEEDS: tuple[int, ...] = (50, 51)
 def score_checkpoints(
     paths: Sequence[Path],
     *,
-    long_guard_s: float | None = None,
-    starve_guard_s: float | None = None,
-    migrate_gain: float | None = None,
-    preempt_ratio: float | None = None,
-    preempt_wait_s: float = 0.0,
-    preempt_max: int = 1,
-    fast_wait_s: float | None = None,
-    fast_max_s: float = 3600.0,
-    window_order: str | None = None,
+    policy_kwargs: Mapping[str, Any] | None = None,
     sets: Sequence[ValidationSet] = VALIDATION_SETS,
     seeds: Sequence[int] = SEEDS,
 ) -> tuple[dict[str, float], list[dict[str, Any]]]:
@@ -108,16 +100,11 @@ def score_checkpoints(
 
     Args:
         paths: Checkpoint files.
-        long_guard_s: Turn on the long-job guard for every checkpoint (None: as saved).
-        starve_guard_s: Turn on the starvation guard for every checkpoint (None: off).
-        migrate_gain: Turn on migration to idle faster GPUs for every checkpoint (None: off).
-        preempt_ratio: Turn on preemption for short jobs for every checkpoint (None: off).
-        preempt_wait_s: Waiting time (s) after which a job may preempt.
-        preempt_max: Times the preemption rule may preempt one job.
-        fast_wait_s: Turn on the fast-GPU guard for every checkpoint (None: off).
-        fast_max_s: Longest estimated run time (s) of a job the fast-GPU guard places.
-        window_order: Override every checkpoint's window order (None: as trained); the
-            teacher keeps the arrival order, so scores stay comparable.
+        policy_kwargs: Keyword arguments of :class:`MAIFSPolicy` for every checkpoint: its rules
+            (``starve_guard_s``, ``migrate_gain``, ``preempt_ratio``, ``fast_wait_s``, ...),
+            ``long_guard_s`` or ``window_order``. None: each checkpoint as saved, no rules.
+            The teacher keeps its own settings (arrival-order window), so scores stay
+            comparable.
         sets: ``(cluster, start[, busiest[, workload]])`` validation sets (:data:`ValidationSet`).
         seeds: Seeds per set.
 
@@ -129,20 +116,9 @@ def score_checkpoints(
     # The teacher as the maifs_teacher preset runs it (conf/scheduler/maifs_teacher.yaml).
     teacher = partial(TeacherPolicy, window=16, long_s=10800.0)
     policies: dict[str, Callable[[], Any]] = {"teacher": teacher}
+    kw = dict(policy_kwargs or {})
     for p in paths:
-        policies[str(p)] = partial(
-            MAIFSPolicy,
-            checkpoint=p,
-            long_guard_s=long_guard_s,
-            starve_guard_s=starve_guard_s,
-            migrate_gain=migrate_gain,
-            preempt_ratio=preempt_ratio,
-            preempt_wait_s=preempt_wait_s,
-            preempt_max=preempt_max,
-            fast_wait_s=fast_wait_s,
-            fast_max_s=fast_max_s,
-            window_order=window_order,
-        )
+        policies[str(p)] = partial(MAIFSPolicy, checkpoint=p, **kw)
     rows: list[dict[str, Any]] = []
     ratios: dict[str, list[float]] = {name: [] for name in policies}
     for vset in sets:
@@ -213,17 +189,20 @@ def main() -> None:
     missing = [str(p) for p in args.checkpoints if not p.is_file()]
     if missing:
         ap.error(f"no such checkpoint file: {', '.join(missing)}")
+    rules = {
+        "long_guard_s": args.long_guard_s,
+        "starve_guard_s": args.starve_guard_s,
+        "migrate_gain": args.migrate_gain,
+        "preempt_ratio": args.preempt_ratio,
+        "preempt_wait_s": args.preempt_wait_s,
+        "preempt_max": args.preempt_max,
+        "fast_wait_s": args.fast_wait_s,
+        "fast_max_s": args.fast_max_s,
+        "window_order": args.window_order,
+    }
     scores, rows = score_checkpoints(
         args.checkpoints,
-        long_guard_s=args.long_guard_s,
-        starve_guard_s=args.starve_guard_s,
-        migrate_gain=args.migrate_gain,
-        preempt_ratio=args.preempt_ratio,
-        preempt_wait_s=args.preempt_wait_s,
-        preempt_max=args.preempt_max,
-        fast_wait_s=args.fast_wait_s,
-        fast_max_s=args.fast_max_s,
-        window_order=args.window_order,
+        policy_kwargs=rules,
         seeds=args.seeds,
         sets=VALIDATION_SETS
         + (LOADED_SETS if args.loaded else ())

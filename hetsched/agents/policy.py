@@ -229,29 +229,19 @@ class CoreActorPolicy(BasePolicy):
         if core is None:
             raise RuntimeError("decide() called before reset(); the runner calls reset() first")
         core.begin(state)
-        go = core.any_legal
-        while go:
-            _, placed = core.resolve_claims(self.act(core))
-            self.steps += 1
-            go = core.end_step(placed)
+        self._actor_steps(core)
         if self.starve_guard_s is not None:
-            for _ in range(core.K):  # at most one placement per window slot
-                claim = self._starved_claim(core, state.time, self.starve_guard_s)
-                if claim is None or core.resolve_claims(claim)[1] == 0:
-                    break
-                self.guard_placements += 1
+            wait = self.starve_guard_s
+            self.guard_placements += self._place_each(
+                core, lambda: self._starved_claim(core, state.time, wait)
+            )
         if self.fast_wait_s is not None:
-            for _ in range(core.K):  # at most one placement per window slot
-                claim = self._fast_claim(core, state, self.fast_wait_s, self.fast_max_s)
-                if claim is None or core.resolve_claims(claim)[1] == 0:
-                    break
-                self.fast_placements += 1
+            fast_wait, fast_max = self.fast_wait_s, self.fast_max_s
+            self.fast_placements += self._place_each(
+                core, lambda: self._fast_claim(core, state, fast_wait, fast_max)
+            )
         if self.preempt_ratio is not None and self._preempt(core, state, self.preempt_ratio):
-            go = core.any_legal
-            while go:  # the actor fills the room the victims left
-                _, placed = core.resolve_claims(self.act(core))
-                self.steps += 1
-                go = core.end_step(placed)
+            self._actor_steps(core)  # the actor fills the room the victims left
         if core.any_legal and core.round_allocation().size == 0:
             # Idle-cluster fallback: with nothing running and nothing placed, an event-driven
             # greedy policy would wait forever (e.g. a gang claim that did not fill), so the
@@ -261,6 +251,28 @@ class CoreActorPolicy(BasePolicy):
         if self.migrate_gain is not None:
             return self._migrate(core, state, self.migrate_gain)
         return core.allocation()
+
+    def _actor_steps(self, core: StateCore) -> None:
+        """The actor's decision steps until the env's round-closing rule fires."""
+        go = core.any_legal
+        while go:
+            _, placed = core.resolve_claims(self.act(core))
+            self.steps += 1
+            go = core.end_step(placed)
+
+    @staticmethod
+    def _place_each(core: EnvCore, claim: Callable[[], NDArray[np.int64] | None]) -> int:
+        """Resolve a rule's claims one job at a time until it has none; return the jobs placed.
+
+        At most one placement per window slot; stops at the first claim that places nothing.
+        """
+        done = 0
+        for _ in range(core.K):
+            actions = claim()
+            if actions is None or core.resolve_claims(actions)[1] == 0:
+                break
+            done += 1
+        return done
 
     def _migrate(self, core: EnvCore, state: SimState, gain: float) -> Allocation:
         """The round's allocation with running jobs moved to idle faster nodes (class doc).

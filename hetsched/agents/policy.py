@@ -313,7 +313,7 @@ class CoreActorPolicy(BasePolicy):
         if p.size == 0 or core.running().size == 0:
             return 0
         # The window shows the eligible waiting jobs, shortest first (restored at the end).
-        est_p = state.remaining[p] / jt.best_tput[p]
+        est_p = core.est_run_s(p)
         key = np.where(state.time - wl.arrival[p] >= self.preempt_wait_s, est_p, np.inf)
         order = np.argsort(key, kind="stable")
         core.reorder_pending(order)
@@ -549,7 +549,7 @@ class CoreActorPolicy(BasePolicy):
         speed = core.jt.rel_tput[w][:, core.cluster.node_type].T  # (N, K)
         best = core.ma.single[:, :, g1, c1, m1] & (speed >= 1.0 - 1e-9)
         waited = np.where(core.slot_ok, state.time - core.wl.arrival[w], -np.inf)
-        short = state.remaining[w] <= max_s * core.jt.best_tput[w]
+        short = core.est_run_s(w) <= max_s
         cand = (waited >= wait_s) & short & best.any(axis=0)
         if not cand.any():
             return None

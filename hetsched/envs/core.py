@@ -266,12 +266,20 @@ class EnvCore:
         if self.cfg.window_order == "attained" and pend.size:
             pend = pend[np.lexsort((pend, sim.attained_gpu_s[pend]))]
         elif self.cfg.window_order == "sjf" and pend.size:
-            assert self.jt is not None
-            est = sim.remaining[pend] / self.jt.best_tput[pend]  # s at the request, fastest type
-            pend = pend[np.lexsort((pend, est))]
+            pend = pend[np.lexsort((pend, self.est_run_s(pend)))]
         self.pending = pend
         self.decision_step = 0
         self.refresh()
+
+    def est_run_s(self, jobs: NDArray[np.int64]) -> NDArray[np.float64]:
+        """Estimated run time (s) of ``jobs``: remaining work over the isolated rate at the
+        request on the fastest allowed GPU type present (the ``"sjf"`` window order's key).
+        """
+        assert self.sim is not None and self.jt is not None
+        best = self.jt.best_tput[jobs]
+        out = np.full(best.shape, np.inf)  # a job no present type can run: never short
+        np.divide(self.sim.remaining[jobs], best, out=out, where=best > 0)
+        return out
 
     def _add_entries(
         self,

@@ -23,6 +23,10 @@ it needs ``../shared/data`` or ``$HETSCHED_SHARED_DATA``): the 300 consecutive p
 ``agent=maifs_multitrace`` (jobs 3,000-3,299 and 4,200-4,499) and the held-out busiest window
 (jobs 5,609-6,108, the ``workload=alibaba`` preset's default).
 
+``--elastic`` adds six sets of elastic jobs (:data:`ELASTIC_SETS`): Sia's Helios files 2, 3 and
+4 (160 jobs each; Sia artifact data, not shipped) on both clusters. File 1 is the held-out
+``workload=sia_helios`` test trace. No checkpoint was trained on any Helios file.
+
 Usage::
 
     python scripts/validate_maifs.py checkpoints/maifs_default.pt outputs/train/RUN/checkpoints/*.pt
@@ -53,7 +57,8 @@ from hetsched.sim.throughput import default_throughput  # noqa: E402
 
 #: A validation set: (cluster preset, first sorted job of the busiest-window search), or with a
 #: third item False the 300 consecutive jobs from that sorted job (a quiet stretch, not the
-#: busiest window); a fourth item names the workload preset (default ``philly``).
+#: busiest window); a fourth item names the workload preset (default ``philly``). For Sia's
+#: traces (``sia_helios``, ...) the second item is the file index and the third is ignored.
 ValidationSet = tuple[str, int] | tuple[str, int, bool] | tuple[str, int, bool, str]
 
 #: The Philly validation sets (see the module docstring).
@@ -86,7 +91,19 @@ ALIBABA_SETS: tuple[ValidationSet, ...] = (
 LOADED_SETS: tuple[ValidationSet, ...] = tuple(
     (c, s, False) for s in (10000, 25000, 35000) for c in ("sia_64", "pai_mixed")
 )
+#: The elastic sets of ``--elastic``: Sia's Helios files 2-4 on both clusters (file 1 is the
+#: test trace).
+ELASTIC_SETS: tuple[ValidationSet, ...] = tuple(
+    (c, i, True, "sia_helios") for i in (2, 3, 4) for c in ("sia_64", "pai_mixed")
+)
 SEEDS: tuple[int, ...] = (50, 51)
+
+
+def workload_kwargs(trace: str, start: int, busiest: bool) -> dict[str, Any]:
+    """Preset overrides of one validation set (see :data:`ValidationSet`)."""
+    if trace.startswith("sia_"):
+        return {"index": start}
+    return {"start": start, "num_jobs": 300, "busiest": busiest}
 
 
 def score_checkpoints(
@@ -126,7 +143,7 @@ def score_checkpoints(
         busiest = bool(vset[2]) if len(vset) > 2 else True
         trace = str(vset[3]) if len(vset) > 3 else "philly"
         cluster = resolve_cluster(cluster_name)
-        factory = resolve_workload(trace, {"start": start, "num_jobs": 300, "busiest": busiest})
+        factory = resolve_workload(trace, workload_kwargs(trace, start, busiest))
         assert callable(factory)
         outs = evaluate(
             policies,
@@ -174,6 +191,10 @@ def main() -> None:
     ap.add_argument("--preempt-max", type=int, default=1)
     ap.add_argument("--fast-wait-s", type=float, default=None)
     ap.add_argument("--fast-max-s", type=float, default=3600.0)
+    ap.add_argument("--elastic-gain", type=float, default=None)
+    ap.add_argument("--elastic-max-s", type=float, default=float("inf"))
+    ap.add_argument("--grow-gain", type=float, default=None)
+    ap.add_argument("--keep-memory", action="store_true", help="turn on the memory guard")
     ap.add_argument("--window-order", choices=("arrival", "attained", "sjf"), default=None)
     ap.add_argument(
         "--seeds", type=int, nargs="+", default=list(SEEDS), help="validation seeds (< 100)"
@@ -182,6 +203,10 @@ def main() -> None:
         "--alibaba", action="store_true", help="add the Alibaba sets (needs the shared data)"
     )
     ap.add_argument("--loaded", action="store_true", help="add the loaded stretches (LOADED_SETS)")
+    ap.add_argument(
+        "--elastic", action="store_true", help="add the elastic sets (ELASTIC_SETS; shared data)"
+    )
+    ap.add_argument("--only-elastic", action="store_true", help="score on the elastic sets alone")
     ap.add_argument("--out", type=Path, default=None, help="also write the tables as Markdown")
     args = ap.parse_args()
     if any(seed >= 100 for seed in args.seeds):
@@ -198,15 +223,25 @@ def main() -> None:
         "preempt_max": args.preempt_max,
         "fast_wait_s": args.fast_wait_s,
         "fast_max_s": args.fast_max_s,
+        "elastic_gain": args.elastic_gain,
+        "elastic_max_s": args.elastic_max_s,
+        "grow_gain": args.grow_gain,
+        "keep_memory": args.keep_memory,
         "window_order": args.window_order,
     }
+    sets = (
+        VALIDATION_SETS
+        + (LOADED_SETS if args.loaded else ())
+        + (ALIBABA_SETS if args.alibaba else ())
+        + (ELASTIC_SETS if args.elastic else ())
+    )
+    if args.only_elastic:
+        sets = ELASTIC_SETS
     scores, rows = score_checkpoints(
         args.checkpoints,
         policy_kwargs=rules,
         seeds=args.seeds,
-        sets=VALIDATION_SETS
-        + (LOADED_SETS if args.loaded else ())
-        + (ALIBABA_SETS if args.alibaba else ()),
+        sets=sets,
     )
     lines = ["| cluster | start | name | avg JCT (h) | makespan (h) |", "|---|---|---|---|---|"]
     lines += [

@@ -261,6 +261,16 @@ class MAIFSSchedulerConf:
         fast_wait_s: Place a job that has waited this long (s) when a node of its fastest GPU
             type holds it (null = off): see :class:`hetsched.agents.policy.CoreActorPolicy`.
         fast_max_s: Longest estimated run time (s) of a job the fast-GPU guard places.
+        elastic_gain: Size elastic jobs' requests by their scaling, keeping doublings that speed
+            them up at least this many times (null = off): see
+            :class:`hetsched.agents.policy.CoreActorPolicy`.
+        elastic_max_s: Elastic jobs estimated to run longer than this (s) keep their request
+            (null = no limit).
+        grow_gain: Double a running elastic job onto idle GPUs when no job waits and that saves
+            at least this fraction of its remaining time (null = off): see
+            :class:`hetsched.agents.policy.CoreActorPolicy`.
+        keep_memory: Raise the agents' memory levels below the request to the request where
+            legal (the memory guard): see :class:`hetsched.agents.policy.CoreActorPolicy`.
         window_order: Override the agents' window order (``arrival``, ``attained`` or ``sjf``;
             null = the checkpoint's, ``arrival``).
     """
@@ -277,6 +287,10 @@ class MAIFSSchedulerConf:
     preempt_max: int = 1
     fast_wait_s: float | None = None
     fast_max_s: float = 3600.0
+    elastic_gain: float | None = None
+    elastic_max_s: float | None = None
+    grow_gain: float | None = None
+    keep_memory: bool = False
     window_order: str | None = None
 
 

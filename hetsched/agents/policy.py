@@ -40,6 +40,59 @@ Actor = Callable[[EnvCore], NDArray[np.int64]]
 FreeRoom = tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]
 
 
+def elastic_request(
+    workload: Workload,
+    throughput: ThroughputModel,
+    cluster: Cluster,
+    gain: float,
+    max_s: float = float("inf"),
+) -> NDArray[np.int64]:
+    """GPU request per job as elastic sizing sees it (:class:`CoreActorPolicy`), shape (J,).
+
+    For an elastic job (``min_gpus < max_gpus``) the ladder ``min_gpus, 2 min_gpus, 4 min_gpus,
+    ...`` up to its submitted request (the last step may be less than a doubling) is climbed on
+    its fastest allowed GPU type present in ``cluster`` (isolated throughput at the request) while
+    each step speeds it up at least ``gain ** log2(step ratio)`` times; the count reached is its
+    request. Never above the submitted request. Rigid jobs, and jobs that cannot run at
+    ``min_gpus`` there, keep their request. Vectorised over jobs (a loop over the ladder's few
+    rungs).
+
+    Args:
+        workload: The jobs.
+        throughput: The throughput model.
+        cluster: The cluster (which GPU types are present).
+        gain: Speedup per doubling of the GPU count worth taking (>= 1).
+        max_s: Jobs estimated longer than this (s, at the request on that type) keep it.
+
+    Returns:
+        The requests, int64, each in ``[min_gpus, req_gpus]``.
+    """
+    wl, tm = workload, throughput
+    req = wl.req_gpus.astype(np.int64)
+    elastic = wl.min_gpus < wl.max_gpus
+    if not elastic.any():
+        return req.copy()
+    T = wl.allowed_types.shape[1]
+    present = cluster.gpus_per_type()[:T] > 0
+    at_req = tm.isolated(wl.model[:, None], np.arange(T)[None, :], req[:, None], False)  # (J, T)
+    ok = wl.allowed_types & present[None, :] & (at_req > 0)
+    k = np.argmax(np.where(ok, at_req, -1.0), axis=1)  # the fastest allowed type at the request
+    best = at_req[np.arange(wl.num_jobs), k]
+    short = wl.work <= max_s * best  # estimated run time at the request <= max_s
+    size = wl.min_gpus.astype(np.int64)
+    rate = tm.isolated(wl.model, k, size, False)
+    sizable = elastic & ok.any(axis=1) & (rate > 0) & short
+    climb = sizable & (size < req)
+    while climb.any():
+        nxt = np.minimum(2 * size, req)
+        r_nxt = tm.isolated(wl.model, k, nxt, False)
+        up = climb & (r_nxt >= gain ** np.log2(nxt / size) * rate)
+        size = np.where(up, nxt, size)
+        rate = np.where(up, r_nxt, rate)
+        climb = up & (size < req)
+    return np.where(sizable, size, req)
+
+
 @dataclass
 class _MoveRound:
     """What the migration step of one round works with (see :meth:`CoreActorPolicy._migrate`)."""
@@ -109,6 +162,29 @@ class CoreActorPolicy(BasePolicy):
       ``scheduler=maifs`` turns it on with ratio 4, at most 3 times per job, after 2 h of
       waiting (chosen on validation, ``docs/results.md``).
       Without it the policy is non-preemptive: no job is stopped to make room.
+    * **Elastic sizing** (``elastic_gain``, off by default): the policy sees each elastic job
+      (``min_gpus < max_gpus``) with a request of its own choosing, :func:`elastic_request`:
+      starting from ``min_gpus``, the count doubles (the last step up to the job's request)
+      while each doubling speeds the job up at least ``elastic_gain`` times on its fastest
+      allowed GPU type present. The actor's GPU levels, the masks, the other rules and the
+      teacher all read that request (the engine keeps the real one), so a job that scales
+      poorly runs on a few fast GPUs instead of a gang of slow ones -- what Sia's goodput
+      optimisation does each round, here decided once per job at arrival. Jobs estimated to
+      run longer than ``elastic_max_s`` at their request keep it (they set the makespan, and
+      few jobs compete with them for GPUs then). Rigid jobs are unchanged.
+    * **Growth of elastic jobs** (``grow_gain``, off by default): when no job waits after the
+      placements (and migration), a running elastic job may double its GPU count (up to its
+      ``max_gpus``) onto idle GPUs, on nodes of any allowed GPU type (its own nodes count with
+      the room it holds) -- when its estimated remaining time there, restart delay included, is
+      below ``1 - grow_gain`` times its remaining time now (isolated rates). One job at a
+      time, the largest saving first; each job grows at most once per round. The slack-time
+      half of Sia's re-planning: jobs scale up when nothing else needs the GPUs. The engine
+      charges the change as a restart.
+    * **Memory guard** (``keep_memory``, off by default): an actor's placement with less memory
+      than the job requests is given the requested memory instead (same job, GPU and CPU
+      levels) when that is legal on the node. Memory below the request never speeds a job up
+      (the throughput model slows it to ``mem_rho`` at the floor), it only leaves memory to
+      others; on traces unlike its training data the actor sometimes picks it for long jobs.
 
     Args:
         settings: Env settings the actor was built for (``advance`` must be ``"event"``).
@@ -125,6 +201,14 @@ class CoreActorPolicy(BasePolicy):
         fast_wait_s: Waiting time (s) after which the fast-GPU guard places a short job on a
             node of its fastest GPU type; None = off.
         fast_max_s: Longest estimated run time (s) of a job the fast-GPU guard places.
+        elastic_gain: Speedup per doubling (>= 1) an elastic job's GPU count must keep for the
+            policy to size it larger (:func:`elastic_request`); None = off (the requests as
+            submitted).
+        elastic_max_s: Elastic jobs estimated to run longer than this (s) keep their request.
+        grow_gain: Smallest fraction of its remaining time (restart delay included) doubling a
+            running elastic job's GPUs must save (in [0, 1)); None = no growth.
+        keep_memory: Raise the actor's memory levels below the request to the request where
+            that is legal (the memory guard).
     """
 
     event_driven = True
@@ -141,6 +225,10 @@ class CoreActorPolicy(BasePolicy):
         preempt_max: int = 1,
         fast_wait_s: float | None = None,
         fast_max_s: float = 3600.0,
+        elastic_gain: float | None = None,
+        elastic_max_s: float = float("inf"),
+        grow_gain: float | None = None,
+        keep_memory: bool = False,
     ) -> None:
         if settings.advance != "event":
             raise ValueError(
@@ -180,6 +268,19 @@ class CoreActorPolicy(BasePolicy):
             raise ValueError(f"fast_max_s={fast_max_s!r} must be > 0 seconds")
         self.fast_max_s = float(fast_max_s)
         self.fast_placements = 0
+        if elastic_gain is not None and not elastic_gain >= 1.0:
+            raise ValueError(f"elastic_gain={elastic_gain!r} must be >= 1 or None")
+        self.elastic_gain = elastic_gain
+        if not elastic_max_s > 0:
+            raise ValueError(f"elastic_max_s={elastic_max_s!r} must be > 0 seconds")
+        self.elastic_max_s = float(elastic_max_s)
+        self.elastic_resized = 0
+        if grow_gain is not None and not 0.0 <= grow_gain < 1.0:
+            raise ValueError(f"grow_gain={grow_gain!r} must be in [0, 1) or None")
+        self.grow_gain = grow_gain
+        self.growths = 0
+        self.keep_memory = bool(keep_memory)
+        self.memory_lifts = 0
 
     def reset(
         self,
@@ -191,12 +292,21 @@ class CoreActorPolicy(BasePolicy):
         """Build the env core for this run's cluster and workload."""
         super().reset(cluster, workload, throughput, rng)
         self.core = StateCore(cluster, workload, throughput, self.settings)
+        self.elastic_resized = 0
+        if self.elastic_gain is not None:
+            req = elastic_request(
+                workload, throughput, cluster, self.elastic_gain, self.elastic_max_s
+            )
+            self.elastic_resized = int((req != workload.req_gpus).sum())
+            workload = replace(workload, req_gpus=req)  # the policy's view only
         self.core.bind(workload)
         self.steps = 0
         self.fallbacks = 0
         self.guard_placements = 0
         self.migrations = 0
         self.preemptions = 0
+        self.growths = 0
+        self.memory_lifts = 0
         self._preempted = np.zeros(workload.num_jobs, dtype=np.int64)
         self.fast_placements = 0
 
@@ -206,7 +316,10 @@ class CoreActorPolicy(BasePolicy):
         ``decision_steps``: the actor's decision steps; ``fallbacks``: rounds placed by the
         idle-cluster fallback; ``guard_placements``: jobs placed by the starvation guard;
         ``migrations``: running jobs moved to a faster GPU type; ``preemptions``: running jobs
-        preempted for short waiting jobs.
+        preempted for short waiting jobs; ``fast_placements``: jobs placed by the fast-GPU
+        guard; ``elastic_resized``: elastic jobs whose request elastic sizing changed;
+        ``growths``: running elastic jobs given more GPUs; ``memory_lifts``: actor placements
+        whose memory the memory guard raised to the request.
         """
         return {
             "decision_steps": float(self.steps),
@@ -215,6 +328,9 @@ class CoreActorPolicy(BasePolicy):
             "migrations": float(self.migrations),
             "preemptions": float(self.preemptions),
             "fast_placements": float(self.fast_placements),
+            "elastic_resized": float(self.elastic_resized),
+            "growths": float(self.growths),
+            "memory_lifts": float(self.memory_lifts),
         }
 
     def act(self, core: EnvCore) -> NDArray[np.int64]:
@@ -248,17 +364,43 @@ class CoreActorPolicy(BasePolicy):
             # teacher places this round (counted in ``fallbacks``).
             core.resolve_claims(SJFTeacher().act(core))
             self.fallbacks += 1
+        alloc = core.allocation()
         if self.migrate_gain is not None:
-            return self._migrate(core, state, self.migrate_gain)
-        return core.allocation()
+            alloc = self._migrate(core, state, self.migrate_gain)
+        if self.grow_gain is not None and not core.slot_ok.any():
+            alloc = self._grow(core, state, alloc, self.grow_gain)
+        return alloc
 
     def _actor_steps(self, core: StateCore) -> None:
         """The actor's decision steps until the env's round-closing rule fires."""
         go = core.any_legal
         while go:
-            _, placed = core.resolve_claims(self.act(core))
+            actions = self.act(core)
+            if self.keep_memory:
+                actions = self._keep_memory(core, actions)
+            _, placed = core.resolve_claims(actions)
             self.steps += 1
             go = core.end_step(placed)
+
+    def _keep_memory(self, core: EnvCore, actions: NDArray[np.int64]) -> NDArray[np.int64]:
+        """``actions`` with memory levels below the request raised to it where legal."""
+        a = np.asarray(actions, dtype=np.int64)
+        nodes = np.flatnonzero((a > 0) & (a < core.codec.n))
+        if nodes.size == 0:
+            return a
+        k, lg, lc, lm = core.codec.decode(a[nodes])
+        m1 = core.features.one[2]
+        low = np.asarray(core.cfg.levels.mem)[lm] < 1.0
+        if not low.any():
+            return a
+        lifted = core.codec.encode(k, lg, lc, np.full(lm.shape, m1))
+        ok = low & (core.ma.mask[nodes, lifted] == 1)
+        if not ok.any():
+            return a
+        a = a.copy()
+        a[nodes[ok]] = lifted[ok]
+        self.memory_lifts += int(ok.sum())
+        return a
 
     @staticmethod
     def _place_each(core: EnvCore, claim: Callable[[], NDArray[np.int64] | None]) -> int:
@@ -304,6 +446,96 @@ class CoreActorPolicy(BasePolicy):
         self.migrations += len(moves)
         moved = np.unique(np.concatenate([m.job for m in moves]))
         return Allocation.concat([alloc.select(~np.isin(alloc.job, moved)), *moves])
+
+    def _grow(self, core: EnvCore, state: SimState, alloc: Allocation, gain: float) -> Allocation:
+        """``alloc`` with running elastic jobs doubled onto idle GPUs (class doc).
+
+        Called only when no job waits. One job at a time, the largest saving first; each job
+        grows at most once per round, onto nodes of one allowed GPU type (its own nodes count
+        with the room it holds there).
+        """
+        wl, tm, cl = core.wl, core.tm, core.cluster
+        assert wl is not None
+        prev = state.current
+        # Elastic jobs running before this round with the same entries (not moved by migration).
+        before = set(zip(prev.job.tolist(), prev.node.tolist(), prev.gpus.tolist(), strict=True))
+        same = np.array(
+            [
+                e in before
+                for e in zip(
+                    alloc.job.tolist(), alloc.node.tolist(), alloc.gpus.tolist(), strict=True
+                )
+            ],
+            dtype=bool,
+        )
+        changed = np.unique(alloc.job[~same])
+        jobs = np.setdiff1d(np.unique(alloc.job[same]), changed)
+        jobs = jobs[wl.min_gpus[jobs] < wl.max_gpus[jobs]]
+        if jobs.size == 0:
+            return alloc
+        used = (
+            np.bincount(alloc.node, weights=alloc.gpus, minlength=core.N).astype(np.int64),
+            np.bincount(alloc.node, weights=alloc.cpus, minlength=core.N),
+            np.bincount(alloc.node, weights=alloc.mem, minlength=core.N),
+        )
+        up = core.node_up
+        free: FreeRoom = (
+            np.where(up, cl.node_gpus - used[0], 0),
+            np.where(up, cl.node_cpus - used[1], 0.0),
+            np.where(up, cl.node_mem - used[2], 0.0),
+        )
+        if int(free[0].max()) <= 0:
+            return alloc
+        cand = jobs.tolist()
+        grown: dict[int, Allocation] = {}
+        while cand:
+            best: tuple[float, int, Allocation] | None = None
+            for j in cand:
+                ent = alloc.job == j
+                nodes, G = alloc.node[ent], int(alloc.gpus[ent].sum())
+                G2 = min(2 * G, int(wl.max_gpus[j]))
+                if G2 <= G:
+                    continue
+                t0 = int(cl.node_type[nodes[0]])
+                m = int(wl.model[j])
+                rate_now = float(tm.isolated(m, t0, G, is_spread(cl, nodes, G)))
+                t_now = self._remaining_time(core, state, j, rate_now, False)
+                cpg, mpg = float(alloc.cpus[ent].sum()) / G, float(alloc.mem[ent].sum()) / G
+                own = (free[0].copy(), free[1].copy(), free[2].copy())  # its own room counts
+                own[0][nodes] += alloc.gpus[ent]
+                own[1][nodes] += alloc.cpus[ent]
+                own[2][nodes] += alloc.mem[ent]
+                target = up & (own[0] > 0)
+                for t in np.flatnonzero(wl.allowed_types[j] & (cl.gpus_per_type() > 0)).tolist():
+                    out = self._place_gang(core, t, G2, cpg, mpg, target, own)
+                    if out is None:
+                        continue
+                    nodes_t, g_t, spread_t = out
+                    t_new = self._remaining_time(
+                        core, state, j, float(tm.isolated(m, t, G2, spread_t)), True
+                    )
+                    saving = t_now - t_new
+                    if t_new < (1.0 - gain) * t_now and (best is None or saving > best[0]):
+                        gf = g_t.astype(np.float64)
+                        a = Allocation(
+                            np.full(g_t.size, j), nodes_t, g_t, gf * cpg, gf * mpg,
+                            np.full(g_t.size, -1),
+                        )  # fmt: skip
+                        best = (saving, j, a)
+            if best is None:
+                break
+            _, j, a = best
+            old = alloc.select(alloc.job == j)
+            for room, give, take in zip(
+                free, (old.gpus, old.cpus, old.mem), (a.gpus, a.cpus, a.mem), strict=True
+            ):
+                np.add.at(room, old.node, give)
+                np.subtract.at(room, a.node, take)
+            alloc = Allocation.concat([alloc.select(alloc.job != j), a])
+            grown[j] = a
+            cand.remove(j)
+        self.growths += len(grown)
+        return alloc
 
     def _preempt(self, core: StateCore, state: SimState, ratio: float) -> int:
         """Preempt running jobs for short waiting jobs (class doc); return the jobs placed."""
@@ -631,6 +863,12 @@ class MAIFSPolicy(CoreActorPolicy):
         preempt_max: Times the rule may preempt one job.
         fast_wait_s: Turn on the fast-GPU guard (s; see :class:`CoreActorPolicy`); None = off.
         fast_max_s: Longest estimated run time (s) of a job the fast-GPU guard places.
+        elastic_gain: Turn on elastic sizing (see :class:`CoreActorPolicy`); None = off.
+        elastic_max_s: Elastic jobs estimated to run longer than this (s) keep their request;
+            None = no limit.
+        grow_gain: Turn on growth of elastic jobs onto idle GPUs (see
+            :class:`CoreActorPolicy`); None = off.
+        keep_memory: Turn on the memory guard (see :class:`CoreActorPolicy`).
         window_order: Override the window order the agents see (``"arrival"``,
             ``"attained"`` or ``"sjf"``, shortest estimated run time first); None = the
             checkpoint's (``agent.env.window_order``, ``"arrival"`` for checkpoints saved
@@ -651,6 +889,10 @@ class MAIFSPolicy(CoreActorPolicy):
         preempt_max: int = 1,
         fast_wait_s: float | None = None,
         fast_max_s: float = 3600.0,
+        elastic_gain: float | None = None,
+        elastic_max_s: float | None = None,
+        grow_gain: float | None = None,
+        keep_memory: bool = False,
         window_order: str | None = None,
         net: tuple[Any, Any] | None = None,
     ) -> None:
@@ -683,6 +925,10 @@ class MAIFSPolicy(CoreActorPolicy):
             preempt_max=preempt_max,
             fast_wait_s=fast_wait_s,
             fast_max_s=fast_max_s,
+            elastic_gain=elastic_gain,
+            elastic_max_s=float("inf") if elastic_max_s is None else elastic_max_s,
+            grow_gain=grow_gain,
+            keep_memory=keep_memory,
         )
 
     def reset(

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
-from conftest import make_cluster, make_workload
-from helpers import fast_config, tiny_tm
+from conftest import make_cluster, make_tm, make_workload
+from helpers import T4, fast_config, tiny_tm
 
 from hetsched.agents.agent import Acting, build_net, env_settings, net_dims
 from hetsched.agents.driver import TeamEnv
 from hetsched.agents.policy import MAIFSPolicy, TeacherPolicy
 from hetsched.envs.core import EnvCore
+from hetsched.sim.catalog import GPU_TYPE_NAMES
 from hetsched.sim.cluster import Cluster
 from hetsched.sim.engine import SimConfig, Simulator
+from hetsched.sim.workload import Workload
 
 
 @pytest.mark.parametrize("conflict", ["ordered", "none", "maxsum"])
@@ -490,3 +494,131 @@ def test_maifs_window_order_override() -> None:
     )
     with pytest.raises(ValueError, match="window_order='newest'"):
         MAIFSPolicy(window_order="newest")
+
+
+def _elastic_workload(req: list[int], lo: list[int], hi: list[int], model: list[int]) -> Workload:
+    J = len(req)
+    return make_workload(
+        [0.0] * J, [3600.0] * J, req, model=model, cpu=4.0, mem=16.0, elastic=(lo, hi)
+    )
+
+
+@pytest.mark.parametrize(
+    ("scaling", "gain", "expected"),
+    [
+        # speedup per doubling 2 (linear): every elastic job climbs to its request
+        (1.0, 1.5, [8, 6, 4, 2]),
+        # speedup per doubling sqrt(2) = 1.41: climbs at gain 1.3, stays at min_gpus at 1.5
+        (0.5, 1.3, [8, 6, 4, 2]),
+        (0.5, 1.5, [1, 2, 4, 2]),
+    ],
+)
+def test_elastic_request_climbs_while_doubling_pays(
+    scaling: float, gain: float, expected: list[int]
+) -> None:
+    from hetsched.agents.policy import elastic_request
+
+    tm = make_tm(scaling=scaling)
+    cl = make_cluster([{"gpu_type": "a100", "count": 2, "gpus": 8, "cpus": 64, "mem_gib": 256}])
+    # job 0: elastic 1..16 requesting 8; job 1: elastic 2..8 requesting 6 (the last rung 4 -> 6
+    # is a 1.5x step, so it needs gain ** log2(1.5)); job 2: rigid 4; job 3: elastic, request 2
+    # = min (nothing to shrink)
+    wl = _elastic_workload([8, 6, 4, 2], [1, 2, 4, 2], [16, 8, 4, 4], [0, 1, 0, 1])
+    req = elastic_request(wl, tm, cl, gain)
+    assert req.tolist() == expected
+    assert (req >= wl.min_gpus).all() and (req <= wl.req_gpus).all()
+
+
+def test_elastic_request_uses_the_fastest_present_type_and_keeps_jobs_it_cannot_size() -> None:
+    from hetsched.agents.policy import elastic_request
+
+    base = np.ones((2, len(GPU_TYPE_NAMES)))
+    tm = make_tm(base, scaling=0.5)
+    # On T4 model 'a' scales linearly, on A100 poorly: rebuild the table per type.
+    tput = tm.tput.copy()
+    levels = np.asarray(tm.count_levels, dtype=float)
+    tput[0, T4, :, 0] = levels
+    tput[0, T4, :, 1] = levels * np.where(levels > 1, 0.5, 1.0)
+    tput[1, :, :, :] = 0.0  # model 'b' runs nowhere
+    tm = dataclasses.replace(tm, tput=tput)
+    wl = _elastic_workload([8, 8], [1, 1], [8, 8], [0, 1])
+    only_t4 = make_cluster([{"gpu_type": "t4", "count": 1, "gpus": 8, "cpus": 64, "mem_gib": 256}])
+    a100 = make_cluster([{"gpu_type": "a100", "count": 1, "gpus": 8, "cpus": 64, "mem_gib": 256}])
+    assert elastic_request(wl, tm, only_t4, 1.5).tolist() == [8, 8]  # scales well there
+    assert elastic_request(wl, tm, a100, 1.5).tolist() == [1, 8]  # 'b' keeps its request
+
+
+def test_elastic_sizing_runs_poorly_scaling_jobs_side_by_side() -> None:
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings
+
+    tm = make_tm(scaling=0.3)  # 1.23x per doubling: 4 GPUs run 1.5x faster than one
+    cl = make_cluster([{"gpu_type": "a100", "count": 1, "gpus": 4, "cpus": 32, "mem_gib": 128}])
+    wl = _elastic_workload([4, 4, 4, 4], [1, 1, 1, 1], [4, 4, 4, 4], [0, 0, 0, 0])
+    runs = {}
+    for gain in (None, 1.3):
+        pol = CoreActorPolicy(
+            EnvSettings(window=4, advance="event", round_s=60), _first_fit_actor, elastic_gain=gain
+        )
+        pol.reset(cl, wl, tm, np.random.default_rng(0))
+        runs[gain] = (Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol), pol.run_stats())
+    whole, sized = runs[None][0], runs[1.3][0]
+    assert runs[None][1]["elastic_resized"] == 0 and runs[1.3][1]["elastic_resized"] == 4
+    assert (whole.start_time > 0).sum() == 3  # one 4-GPU job at a time
+    assert (sized.start_time == 0).all()  # four 1-GPU jobs at once
+    assert np.isfinite(sized.finish_time).all()
+    # the real requests are untouched: the engine accepted 1-GPU entries of elastic jobs
+    assert wl.req_gpus.tolist() == [4, 4, 4, 4]
+    assert sized.finish_time.mean() < whole.finish_time.mean()
+    with pytest.raises(ValueError, match="elastic_gain"):
+        CoreActorPolicy(EnvSettings(advance="event"), _first_fit_actor, elastic_gain=0.9)
+
+
+@pytest.mark.parametrize("grow_gain", [None, 0.1])
+def test_growth_doubles_a_running_elastic_job_onto_idle_gpus(grow_gain: float | None) -> None:
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings
+
+    tm = make_tm(scaling=1.0)  # linear scaling: doubling halves the remaining time
+    cl = make_cluster([{"gpu_type": "a100", "count": 1, "gpus": 4, "cpus": 32, "mem_gib": 128}])
+    # j0: elastic 1..4 GPUs requesting 1, long; j1: rigid 1 GPU, short, arrives at 600 s (an
+    # event at which nothing waits once it is placed, and another when it finishes).
+    wl = _elastic_workload([1, 1], [1, 1], [4, 1], [0, 0])
+    wl.arrival[1] = 600.0
+    wl.work[:] = [36000.0, 600.0]
+    pol = CoreActorPolicy(
+        EnvSettings(window=4, advance="event", round_s=60), _first_fit_actor, grow_gain=grow_gain
+    )
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+    assert np.isfinite(res.finish_time).all()
+    growths = pol.run_stats()["growths"]
+    if grow_gain is None:
+        assert growths == 0 and res.finish_time[0] == 36000.0
+    else:  # 1 -> 2 GPUs when j1 starts (2 idle), 2 -> 4 when it ends
+        assert growths == 2 and int(res.restarts[0]) == 2
+        assert res.finish_time[0] < 0.5 * 36000.0
+        assert res.gpu_s_by_type[0].sum() > res.finish_time[0] * 1.5  # ran on more GPUs
+
+
+def test_growth_waits_while_a_job_waits() -> None:
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings
+
+    tm = make_tm(scaling=1.0)
+    cl = make_cluster([{"gpu_type": "a100", "count": 1, "gpus": 4, "cpus": 32, "mem_gib": 128}])
+    # j0 elastic (1..4, requesting 1) runs; j1 (rigid, 4 GPUs) waits for it; j2 (1 GPU, short)
+    # is placed beside j0: no growth, since j1 still waits.
+    wl = _elastic_workload([1, 4, 1], [1, 4, 1], [4, 4, 1], [0, 0, 0])
+    wl.arrival[1:] = [600.0, 1200.0]
+    wl.work[:] = [36000.0, 600.0, 600.0]
+    pol = CoreActorPolicy(
+        EnvSettings(window=4, advance="event", round_s=60), _first_fit_actor, grow_gain=0.1
+    )
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+    assert np.isfinite(res.finish_time).all()
+    assert pol.run_stats()["growths"] == 0 and res.finish_time[0] == 36000.0
+    assert res.start_time[2] == 1200.0 and res.start_time[1] >= res.finish_time[0]
+    with pytest.raises(ValueError, match="grow_gain"):
+        CoreActorPolicy(EnvSettings(advance="event"), _first_fit_actor, grow_gain=1.0)

@@ -209,6 +209,13 @@ def main() -> None:
     ap.add_argument("--only-elastic", action="store_true", help="score on the elastic sets alone")
     ap.add_argument("--out", type=Path, default=None, help="also write the tables as Markdown")
     args = ap.parse_args()
+    elastic_sets = ELASTIC_SETS
+    if args.elastic_files is not None:
+        if 1 in args.elastic_files:
+            ap.error("--elastic-files: file 1 is the held-out test trace (workload=sia_helios)")
+        elastic_sets = tuple(
+            (c, i, True, "sia_helios") for i in args.elastic_files for c in ("sia_64", "pai_mixed")
+        )
     if any(seed >= 100 for seed in args.seeds):
         ap.error(f"--seeds {args.seeds}: seeds 100 and up are the test seeds; use seeds < 100")
     missing = [str(p) for p in args.checkpoints if not p.is_file()]
@@ -233,10 +240,10 @@ def main() -> None:
         VALIDATION_SETS
         + (LOADED_SETS if args.loaded else ())
         + (ALIBABA_SETS if args.alibaba else ())
-        + (ELASTIC_SETS if args.elastic else ())
+        + (elastic_sets if args.elastic else ())
     )
     if args.only_elastic:
-        sets = ELASTIC_SETS
+        sets = elastic_sets
     scores, rows = score_checkpoints(
         args.checkpoints,
         policy_kwargs=rules,

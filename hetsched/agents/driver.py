@@ -203,6 +203,40 @@ class StateCore(EnvCore):
         self._n_cur_jobs -= len(set(gone.job.tolist()))
         self.refresh()
 
+    def place(
+        self,
+        job: int,
+        nodes: NDArray[np.int64],
+        gpus: NDArray[np.int64],
+        cpus: NDArray[np.float64],
+        mem: NDArray[np.float64],
+    ) -> None:
+        """Place ``job`` this round on distinct ``nodes`` with the given amounts (a rule's
+        placement outside the action space, e.g. a running job re-placed smaller).
+
+        The caller checks the room (:attr:`free_g`, :attr:`free_c`, :attr:`free_m`); the engine
+        validates the round's allocation.
+
+        Args:
+            job: Job index.
+            nodes: Distinct node indices, shape (E,).
+            gpus: GPUs per node, shape (E,).
+            cpus: CPU cores per node, shape (E,).
+            mem: Memory (GiB) per node, shape (E,).
+        """
+        if np.unique(nodes).size != nodes.size:
+            raise ValueError(f"place(job {job}): nodes {nodes.tolist()} repeat")
+        if (self.free_g[nodes] < gpus).any():
+            raise ValueError(f"place(job {job}): not enough free GPUs on nodes {nodes.tolist()}")
+        self._commit(
+            job,
+            nodes.astype(np.int64),
+            gpus.astype(np.int64),
+            cpus.astype(np.float64),
+            mem.astype(np.float64),
+        )
+        self.refresh()
+
     def reorder_pending(self, order: NDArray[np.int64]) -> None:
         """Permute the pending jobs (the window shows the first ``K`` not yet placed).
 

@@ -178,8 +178,13 @@ class CoreActorPolicy(BasePolicy):
       the room it holds) -- when its estimated remaining time there, restart delay included, is
       below ``1 - grow_gain`` times its remaining time now (isolated rates). One job at a
       time, the largest saving first; each job grows at most once per round. The slack-time
-      half of Sia's re-planning: jobs scale up when nothing else needs the GPUs. The engine
-      charges the change as a restart.
+      half of Sia's re-planning: jobs scale up when nothing else needs the GPUs. The other
+      half: when jobs still wait after the actor's steps and the other rules, running jobs
+      above their request (grown, or placed at a larger GPU level) are brought back to it on
+      the fewest of their nodes, one job at a time (the furthest above its request first, at
+      most ``K`` per round), the actor taking more decision steps after each. So allocations
+      above the request last only while nothing waits. The engine charges each change as a
+      restart.
     * **Memory guard** (``keep_memory``, off by default): an actor's placement with less memory
       than the job requests is given the requested memory instead (same job, GPU and CPU
       levels) when that is legal on the node. Memory below the request never speeds a job up
@@ -279,6 +284,7 @@ class CoreActorPolicy(BasePolicy):
             raise ValueError(f"grow_gain={grow_gain!r} must be in [0, 1) or None")
         self.grow_gain = grow_gain
         self.growths = 0
+        self.shrinks = 0
         self.keep_memory = bool(keep_memory)
         self.memory_lifts = 0
 
@@ -306,6 +312,7 @@ class CoreActorPolicy(BasePolicy):
         self.migrations = 0
         self.preemptions = 0
         self.growths = 0
+        self.shrinks = 0
         self.memory_lifts = 0
         self._preempted = np.zeros(workload.num_jobs, dtype=np.int64)
         self.fast_placements = 0
@@ -318,7 +325,8 @@ class CoreActorPolicy(BasePolicy):
         ``migrations``: running jobs moved to a faster GPU type; ``preemptions``: running jobs
         preempted for short waiting jobs; ``fast_placements``: jobs placed by the fast-GPU
         guard; ``elastic_resized``: elastic jobs whose request elastic sizing changed;
-        ``growths``: running elastic jobs given more GPUs; ``memory_lifts``: actor placements
+        ``growths``: running elastic jobs given more GPUs; ``shrinks``: running jobs brought
+        back to their request for waiting jobs; ``memory_lifts``: actor placements
         whose memory the memory guard raised to the request.
         """
         return {
@@ -330,6 +338,7 @@ class CoreActorPolicy(BasePolicy):
             "fast_placements": float(self.fast_placements),
             "elastic_resized": float(self.elastic_resized),
             "growths": float(self.growths),
+            "shrinks": float(self.shrinks),
             "memory_lifts": float(self.memory_lifts),
         }
 
@@ -358,6 +367,11 @@ class CoreActorPolicy(BasePolicy):
             )
         if self.preempt_ratio is not None and self._preempt(core, state, self.preempt_ratio):
             self._actor_steps(core)  # the actor fills the room the victims left
+        if self.grow_gain is not None:
+            for _ in range(core.K):  # one job at a time; the actor fills the room it left
+                if not self._shrink_one(core):
+                    break
+                self._actor_steps(core)
         if core.any_legal and core.round_allocation().size == 0:
             # Idle-cluster fallback: with nothing running and nothing placed, an event-driven
             # greedy policy would wait forever (e.g. a gang claim that did not fill), so the
@@ -536,6 +550,31 @@ class CoreActorPolicy(BasePolicy):
             cand.remove(j)
         self.growths += len(grown)
         return alloc
+
+    def _shrink_one(self, core: StateCore) -> bool:
+        """While jobs wait, bring the running job furthest above its request back to it (class
+        doc); return whether one was shrunk."""
+        wl = core.wl
+        assert wl is not None
+        if not core.slot_ok.any():
+            return False
+        cur = core.running()
+        G = np.bincount(cur.job, weights=cur.gpus, minlength=wl.num_jobs).astype(np.int64)
+        over = np.flatnonzero(wl.req_gpus < G)
+        over = over[np.isin(over, cur.job[core.node_up[cur.node]])]
+        if over.size == 0:
+            return False
+        j = int(over[np.argmax(G[over] - wl.req_gpus[over])])  # lowest index on ties
+        ent = cur.select(cur.job == j)
+        out = fill_gang(ent.node, ent.gpus, int(wl.req_gpus[j]))  # the fewest of its nodes
+        assert out is not None  # its nodes hold more than its request
+        nodes, g = out
+        cpg, mpg = float(ent.cpus.sum()) / G[j], float(ent.mem.sum()) / G[j]
+        core.release(np.array([j]))
+        gf = g.astype(np.float64)
+        core.place(j, nodes, g, gf * cpg, gf * mpg)
+        self.shrinks += 1
+        return True
 
     def _preempt(self, core: StateCore, state: SimState, ratio: float) -> int:
         """Preempt running jobs for short waiting jobs (class doc); return the jobs placed."""

@@ -622,3 +622,78 @@ def test_growth_waits_while_a_job_waits() -> None:
     assert res.start_time[2] == 1200.0 and res.start_time[1] >= res.finish_time[0]
     with pytest.raises(ValueError, match="grow_gain"):
         CoreActorPolicy(EnvSettings(advance="event"), _first_fit_actor, grow_gain=1.0)
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_memory_guard_raises_memory_below_the_request(keep: bool) -> None:
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings
+
+    def low_memory_actor(core: EnvCore) -> np.ndarray:
+        """The first-fit claim at the lowest memory level."""
+        a = _first_fit_actor(core)
+        n = np.flatnonzero(a)
+        if n.size:
+            k, lg, lc, _ = core.codec.decode(a[n])
+            a[n] = core.codec.encode(k, lg, lc, np.zeros_like(k))
+        return a
+
+    tm = tiny_tm()
+    # 64 GiB: at the request (16 GiB per GPU) two 1-GPU jobs fit, at half of it four.
+    cl = make_cluster([{"gpu_type": "a100", "count": 1, "gpus": 2, "cpus": 16, "mem_gib": 64}])
+    wl = make_workload([0.0, 0.0], [3600.0, 3600.0], [1, 1], cpu=4.0, mem=16.0)
+    settings = EnvSettings(window=4, advance="event", round_s=60)
+    assert settings.levels.mem[0] < 1.0
+    pol = CoreActorPolicy(settings, low_memory_actor, keep_memory=keep)
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    assert pol.core is not None
+    pol.core.begin(Simulator(cl, wl, tm).state())
+    pol._actor_steps(pol.core)
+    alloc = pol.core.allocation()
+    assert alloc.size == 2
+    want = 16.0 if keep else 16.0 * settings.levels.mem[0]
+    np.testing.assert_allclose(alloc.mem / alloc.gpus, want)
+    assert pol.run_stats()["memory_lifts"] == (2 if keep else 0)
+
+
+def test_grown_job_shrinks_back_when_a_job_arrives() -> None:
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings
+
+    tm = make_tm(scaling=1.0)
+    cl = make_cluster([{"gpu_type": "a100", "count": 1, "gpus": 4, "cpus": 32, "mem_gib": 128}])
+    # j0 (elastic 1..4, requesting 1) grows to 2 GPUs beside j1, then to 4 when j1 ends; j2
+    # (rigid, 2 GPUs) arrives at 3000 s to a full node: j0 goes back to 1 GPU and j2 starts.
+    wl = _elastic_workload([1, 1, 2], [1, 1, 2], [4, 1, 2], [0, 0, 0])
+    wl.arrival[1:] = [600.0, 3000.0]
+    wl.work[:] = [72000.0, 600.0, 3600.0]
+    pol = CoreActorPolicy(
+        EnvSettings(window=4, advance="event", round_s=60), _first_fit_actor, grow_gain=0.1
+    )
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+    stats = pol.run_stats()
+    assert stats["growths"] >= 2 and stats["shrinks"] >= 1
+    assert res.start_time[2] == 3000.0  # no wait behind the grown job
+    assert np.isfinite(res.finish_time).all()
+
+
+def test_state_core_place_checks_its_input() -> None:
+    from hetsched.agents.driver import StateCore
+    from hetsched.envs.spaces import EnvSettings
+
+    tm = tiny_tm()
+    cl = make_cluster([{"gpu_type": "a100", "count": 2, "gpus": 2, "cpus": 16, "mem_gib": 64}])
+    wl = make_workload([0.0, 0.0], [3600.0, 3600.0], [2, 2])
+    core = StateCore(cl, wl, tm, EnvSettings(window=4, advance="event"))
+    core.bind(wl)
+    core.begin(Simulator(cl, wl, tm).state())
+    one = np.array([1.0])
+    with pytest.raises(ValueError, match="repeat"):
+        core.place(0, np.array([0, 0]), np.array([1, 1]), one.repeat(2), one.repeat(2))
+    with pytest.raises(ValueError, match="free GPUs"):
+        core.place(0, np.array([0]), np.array([3]), 3 * one, 3 * one)
+    core.place(0, np.array([1]), np.array([2]), 8 * one, 32 * one)
+    assert core.free_g.tolist() == [2, 0]
+    assert core.allocation().job.tolist() == [0]
+    assert core.window[:1].tolist() == [1]  # the placed job left the window

@@ -207,6 +207,13 @@ def main() -> None:
         "--elastic", action="store_true", help="add the elastic sets (ELASTIC_SETS; shared data)"
     )
     ap.add_argument("--only-elastic", action="store_true", help="score on the elastic sets alone")
+    ap.add_argument(
+        "--elastic-files",
+        type=int,
+        nargs="+",
+        default=None,
+        help="Helios files of the elastic sets (default 2 3 4; 1 is the test trace)",
+    )
     ap.add_argument("--out", type=Path, default=None, help="also write the tables as Markdown")
     args = ap.parse_args()
     elastic_sets = ELASTIC_SETS

@@ -500,8 +500,8 @@ class CoreActorPolicy(BasePolicy):
         )
         if int(free[0].max()) <= 0:
             return alloc
+        present = cl.gpus_per_type() > 0
         cand = jobs.tolist()
-        grown: dict[int, Allocation] = {}
         while cand:
             best: tuple[float, int, Allocation] | None = None
             for j in cand:
@@ -520,7 +520,7 @@ class CoreActorPolicy(BasePolicy):
                 own[1][nodes] += alloc.cpus[ent]
                 own[2][nodes] += alloc.mem[ent]
                 target = up & (own[0] > 0)
-                for t in np.flatnonzero(wl.allowed_types[j] & (cl.gpus_per_type() > 0)).tolist():
+                for t in np.flatnonzero(wl.allowed_types[j] & present).tolist():
                     out = self._place_gang(core, t, G2, cpg, mpg, target, own)
                     if out is None:
                         continue
@@ -546,9 +546,8 @@ class CoreActorPolicy(BasePolicy):
                 np.add.at(room, old.node, give)
                 np.subtract.at(room, a.node, take)
             alloc = Allocation.concat([alloc.select(alloc.job != j), a])
-            grown[j] = a
+            self.growths += 1
             cand.remove(j)
-        self.growths += len(grown)
         return alloc
 
     def _shrink_one(self, core: StateCore) -> bool:

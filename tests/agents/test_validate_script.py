@@ -110,3 +110,28 @@ def test_loaded_sets_share_no_job_with_the_test_windows() -> None:
     for start in {s[1] for s in sets}:
         held = jobs(start, False)
         assert len(held) == 300 and not held & tests
+
+
+def test_elastic_sets_avoid_the_helios_test_file() -> None:
+    mod = _load()
+    sets = mod.ELASTIC_SETS  # type: ignore[attr-defined]
+    assert {s[3] for s in sets} == {"sia_helios"} and {s[0] for s in sets} == {
+        "sia_64",
+        "pai_mixed",
+    }
+    assert 1 not in {s[1] for s in sets}  # file 1 is workload=sia_helios, the test trace
+    assert mod.workload_kwargs("sia_helios", 3, True) == {"index": 3}  # type: ignore[attr-defined]
+    assert mod.workload_kwargs("philly", 20000, False) == {  # type: ignore[attr-defined]
+        "start": 20000,
+        "num_jobs": 300,
+        "busiest": False,
+    }
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts/validate_maifs.py"), "x.pt", "--elastic-files", "1"],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode != 0 and "test trace" in out.stderr

@@ -94,6 +94,21 @@ def elastic_request(
 
 
 @dataclass
+class _Placement:
+    """A running job to re-place with ``gpus`` GPUs at the given amounts per GPU."""
+
+    job: int
+    gpus: int
+    cpg: float  # CPU cores per GPU
+    mpg: float  # memory (GiB) per GPU
+    t_now: float  # its estimated remaining time where it runs (s)
+
+
+#: A re-placement found by the rules: (saving in seconds, job, its new entries).
+_Candidate = tuple[float, int, Allocation]
+
+
+@dataclass
 class _MoveRound:
     """What the migration step of one round works with (see :meth:`CoreActorPolicy._migrate`)."""
 
@@ -503,7 +518,7 @@ class CoreActorPolicy(BasePolicy):
         present = cl.gpus_per_type() > 0
         cand = jobs.tolist()
         while cand:
-            best: tuple[float, int, Allocation] | None = None
+            best: _Candidate | None = None
             for j in cand:
                 ent = alloc.job == j
                 nodes, G = alloc.node[ent], int(alloc.gpus[ent].sum())
@@ -520,22 +535,9 @@ class CoreActorPolicy(BasePolicy):
                 own[1][nodes] += alloc.cpus[ent]
                 own[2][nodes] += alloc.mem[ent]
                 target = up & (own[0] > 0)
-                for t in np.flatnonzero(wl.allowed_types[j] & present).tolist():
-                    out = self._place_gang(core, t, G2, cpg, mpg, target, own)
-                    if out is None:
-                        continue
-                    nodes_t, g_t, spread_t = out
-                    t_new = self._remaining_time(
-                        core, state, j, float(tm.isolated(m, t, G2, spread_t)), True
-                    )
-                    saving = t_now - t_new
-                    if t_new < (1.0 - gain) * t_now and (best is None or saving > best[0]):
-                        gf = g_t.astype(np.float64)
-                        a = Allocation(
-                            np.full(g_t.size, j), nodes_t, g_t, gf * cpg, gf * mpg,
-                            np.full(g_t.size, -1),
-                        )  # fmt: skip
-                        best = (saving, j, a)
+                types = np.flatnonzero(wl.allowed_types[j] & present).tolist()
+                place = _Placement(j, G2, cpg, mpg, t_now)
+                best = self._best_gang(core, state, place, types, gain, target, own, best)
             if best is None:
                 break
             _, j, a = best
@@ -671,7 +673,7 @@ class CoreActorPolicy(BasePolicy):
         jobs = np.unique(cur.job[multi]).tolist()
         moves: list[Allocation] = []
         while jobs:
-            best: tuple[float, int, Allocation] | None = None
+            best: _Candidate | None = None
             for j in jobs:
                 ent = cur.job == j
                 nodes = cur.node[ent]
@@ -685,24 +687,9 @@ class CoreActorPolicy(BasePolicy):
                 t_now = self._remaining_time(
                     core, state, j, float(tm.isolated(m, t0, G, spread)), False
                 )
-                for t in np.flatnonzero(wl.allowed_types[j]).tolist():
-                    if t == t0:
-                        continue
-                    out = self._place_gang(core, t, G, cpg, mpg, target, free)
-                    if out is None:
-                        continue
-                    nodes_t, g_t, spread_t = out
-                    t_new = self._remaining_time(
-                        core, state, j, float(tm.isolated(m, t, G, spread_t)), True
-                    )
-                    saving = t_now - t_new
-                    if t_new < (1.0 - gain) * t_now and (best is None or saving > best[0]):
-                        gf = g_t.astype(np.float64)
-                        a = Allocation(
-                            np.full(g_t.size, j), nodes_t, g_t, gf * cpg, gf * mpg,
-                            np.full(g_t.size, -1),
-                        )  # fmt: skip
-                        best = (saving, j, a)
+                others = [t for t in np.flatnonzero(wl.allowed_types[j]).tolist() if t != t0]
+                place = _Placement(j, G, cpg, mpg, t_now)
+                best = self._best_gang(core, state, place, others, gain, target, free, best)
             if best is None:
                 break
             _, j, a = best
@@ -712,6 +699,44 @@ class CoreActorPolicy(BasePolicy):
             moves.append(a)
             jobs.remove(j)
         return moves
+
+    def _best_gang(
+        self,
+        core: EnvCore,
+        state: SimState,
+        place: _Placement,
+        types: list[int],
+        gain: float,
+        target: NDArray[np.bool_],
+        free: FreeRoom,
+        best: _Candidate | None,
+    ) -> _Candidate | None:
+        """``best``, or a better placement of ``place`` on nodes of one of ``types``.
+
+        A placement qualifies when its estimated remaining time, restart delay included, is
+        below ``1 - gain`` times ``place.t_now``; the largest saving wins (the earlier one on
+        ties).
+        """
+        assert core.wl is not None
+        j, G = place.job, place.gpus
+        m = int(core.wl.model[j])
+        for t in types:
+            out = self._place_gang(core, t, G, place.cpg, place.mpg, target, free)
+            if out is None:
+                continue
+            nodes_t, g_t, spread_t = out
+            t_new = self._remaining_time(
+                core, state, j, float(core.tm.isolated(m, t, G, spread_t)), True
+            )
+            saving = place.t_now - t_new
+            if t_new < (1.0 - gain) * place.t_now and (best is None or saving > best[0]):
+                gf = g_t.astype(np.float64)
+                a = Allocation(
+                    np.full(g_t.size, j), nodes_t, g_t, gf * place.cpg, gf * place.mpg,
+                    np.full(g_t.size, -1),
+                )  # fmt: skip
+                best = (saving, j, a)
+        return best
 
     @staticmethod
     def _place_gang(

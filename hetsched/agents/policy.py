@@ -194,12 +194,12 @@ class CoreActorPolicy(BasePolicy):
       below ``1 - grow_gain`` times its remaining time now (isolated rates). One job at a
       time, the largest saving first; each job grows at most once per round. The slack-time
       half of Sia's re-planning: jobs scale up when nothing else needs the GPUs. The other
-      half: when jobs still wait after the actor's steps and the other rules, running jobs
-      above their request (grown, or placed at a larger GPU level) are brought back to it on
-      the fewest of their nodes, one job at a time (the furthest above its request first, at
-      most ``K`` per round), the actor taking more decision steps after each. So allocations
-      above the request last only while nothing waits. The engine charges each change as a
-      restart.
+      half: when jobs still wait after the actor's steps and the other rules, the running job
+      furthest above its request (grown, or placed at a larger GPU level) gives up as many GPUs
+      as the first waiting job requests, never going below its own request, keeping the
+      fewest of its nodes; then the actor takes more decision steps, and so on, at most ``K``
+      times per round. So allocations above the request shrink while jobs wait. The engine
+      charges each change as a restart.
     * **Memory guard** (``keep_memory``, off by default): an actor's placement with less memory
       than the job requests is given the requested memory instead (same job, GPU and CPU
       levels) when that is legal on the node. Memory below the request never speeds a job up
@@ -553,8 +553,8 @@ class CoreActorPolicy(BasePolicy):
         return alloc
 
     def _shrink_one(self, core: StateCore) -> bool:
-        """While jobs wait, bring the running job furthest above its request back to it (class
-        doc); return whether one was shrunk."""
+        """While jobs wait, shrink the running job furthest above its request by the first
+        waiting job's request, not below its own (class doc); return whether one was shrunk."""
         wl = core.wl
         assert wl is not None
         if not core.slot_ok.any():
@@ -567,7 +567,9 @@ class CoreActorPolicy(BasePolicy):
             return False
         j = int(over[np.argmax(G[over] - wl.req_gpus[over])])  # lowest index on ties
         ent = cur.select(cur.job == j)
-        out = fill_gang(ent.node, ent.gpus, int(wl.req_gpus[j]))  # the fewest of its nodes
+        need = int(wl.req_gpus[core.window[int(np.argmax(core.slot_ok))]])  # the first waiting job
+        keep = max(int(wl.req_gpus[j]), int(G[j]) - need)
+        out = fill_gang(ent.node, ent.gpus, keep)  # on the fewest of its nodes
         assert out is not None  # its nodes hold more than its request
         nodes, g = out
         cpg, mpg = float(ent.cpus.sum()) / G[j], float(ent.mem.sum()) / G[j]

@@ -14,9 +14,10 @@ from hetsched.agents.agent import Acting, build_net, env_settings, net_dims
 from hetsched.agents.driver import TeamEnv
 from hetsched.agents.policy import MAIFSPolicy, TeacherPolicy
 from hetsched.envs.core import EnvCore
+from hetsched.sim.allocation import Allocation
 from hetsched.sim.catalog import GPU_TYPE_NAMES
 from hetsched.sim.cluster import Cluster
-from hetsched.sim.engine import SimConfig, Simulator
+from hetsched.sim.engine import SimConfig, SimState, Simulator
 from hetsched.sim.workload import Workload
 
 
@@ -663,7 +664,7 @@ def test_grown_job_shrinks_back_when_a_job_arrives() -> None:
     tm = make_tm(scaling=1.0)
     cl = make_cluster([{"gpu_type": "a100", "count": 1, "gpus": 4, "cpus": 32, "mem_gib": 128}])
     # j0 (elastic 1..4, requesting 1) grows to 2 GPUs beside j1, then to 4 when j1 ends; j2
-    # (rigid, 2 GPUs) arrives at 3000 s to a full node: j0 goes back to 1 GPU and j2 starts.
+    # (rigid, 2 GPUs) arrives at 3000 s to a full node: j0 gives up 2 GPUs and j2 starts.
     wl = _elastic_workload([1, 1, 2], [1, 1, 2], [4, 1, 2], [0, 0, 0])
     wl.arrival[1:] = [600.0, 3000.0]
     wl.work[:] = [72000.0, 600.0, 3600.0]
@@ -671,7 +672,19 @@ def test_grown_job_shrinks_back_when_a_job_arrives() -> None:
         EnvSettings(window=4, advance="event", round_s=60), _first_fit_actor, grow_gain=0.1
     )
     pol.reset(cl, wl, tm, np.random.default_rng(0))
+    decisions = {}
+    decide = pol.decide
+
+    def spy(state: SimState) -> Allocation:
+        alloc = decide(state)
+        decisions[state.time] = alloc.gpus_per_job(3).tolist()
+        return alloc
+
+    pol.decide = spy  # type: ignore[method-assign]
     res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+    before = max(t for t in decisions if t < 3000.0)
+    assert decisions[before][0] == 4  # grown to the whole node
+    assert decisions[3000.0][:3] == [2, 0, 2]  # gave up what j2 requests, not more
     stats = pol.run_stats()
     assert stats["growths"] >= 2 and stats["shrinks"] >= 1
     assert res.start_time[2] == 3000.0  # no wait behind the grown job

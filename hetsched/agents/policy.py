@@ -78,7 +78,8 @@ def elastic_request(
     ok = wl.allowed_types & present[None, :] & (at_req > 0)
     k = np.argmax(np.where(ok, at_req, -1.0), axis=1)  # the fastest allowed type at the request
     best = at_req[np.arange(wl.num_jobs), k]
-    short = wl.work <= max_s * best  # estimated run time at the request <= max_s
+    # Estimated run time at the request there at most max_s (inf * 0 would warn).
+    short = wl.work <= max_s * best if np.isfinite(max_s) else np.ones(wl.num_jobs, dtype=bool)
     size = wl.min_gpus.astype(np.int64)
     rate = tm.isolated(wl.model, k, size, False)
     sizable = elastic & ok.any(axis=1) & (rate > 0) & short
@@ -340,9 +341,9 @@ class CoreActorPolicy(BasePolicy):
         ``migrations``: running jobs moved to a faster GPU type; ``preemptions``: running jobs
         preempted for short waiting jobs; ``fast_placements``: jobs placed by the fast-GPU
         guard; ``elastic_resized``: elastic jobs whose request elastic sizing changed;
-        ``growths``: running elastic jobs given more GPUs; ``shrinks``: running jobs brought
-        back to their request for waiting jobs; ``memory_lifts``: actor placements
-        whose memory the memory guard raised to the request.
+        ``growths``: running elastic jobs given more GPUs; ``shrinks``: running jobs that gave
+        up GPUs for waiting jobs; ``memory_lifts``: actor placements whose memory the memory
+        guard raised to the request.
         """
         return {
             "decision_steps": float(self.steps),

@@ -710,3 +710,16 @@ def test_state_core_place_checks_its_input() -> None:
     assert core.free_g.tolist() == [2, 0]
     assert core.allocation().job.tolist() == [0]
     assert core.window[:1].tolist() == [1]  # the placed job left the window
+
+
+def test_elastic_request_on_the_shipped_throughput_table() -> None:
+    """docs/results.md: cifar10 on A100s gains 1.68x, 1.56x, 1.40x per doubling from 1 GPU."""
+    from hetsched.agents.policy import elastic_request
+    from hetsched.sim.throughput import default_throughput
+
+    tm = default_throughput()
+    m = tm.model_index("cifar10")
+    cl = make_cluster([{"gpu_type": "a100", "count": 2, "gpus": 8, "cpus": 64, "mem_gib": 512}])
+    wl = make_workload([0.0], [1e6], [16], model=[m], elastic=([1], [16]))
+    got = {g: int(elastic_request(wl, tm, cl, g)[0]) for g in (1.0, 1.5, 1.6, 2.0)}
+    assert got == {1.0: 16, 1.5: 4, 1.6: 2, 2.0: 1}

@@ -35,6 +35,19 @@ from hetsched.sim.workload import Workload
 #: The shipped checkpoint, resolved relative to the repository (``<repo>/checkpoints``).
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parents[2] / "checkpoints" / "maifs_default.pt"
 
+#: The rule and step counters of :meth:`CoreActorPolicy.run_stats`, in column order.
+COUNTERS: tuple[str, ...] = (
+    "decision_steps",
+    "fallbacks",
+    "guard_placements",
+    "migrations",
+    "preemptions",
+    "fast_placements",
+    "elastic_resized",
+    "growths",
+    "shrinks",
+    "memory_lifts",
+)
 Actor = Callable[[EnvCore], NDArray[np.int64]]
 #: Free GPUs, CPU cores and memory (GiB) per node, each shape (N,), updated as moves are made.
 FreeRoom = tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]
@@ -261,16 +274,12 @@ class CoreActorPolicy(BasePolicy):
         self.actor = actor
         self.name = name
         self.core: StateCore | None = None
-        self.steps = 0
-        self.fallbacks = 0
         if starve_guard_s is not None and not starve_guard_s >= 0:
             raise ValueError(f"starve_guard_s={starve_guard_s!r} must be >= 0 seconds or None")
         self.starve_guard_s = starve_guard_s
-        self.guard_placements = 0
         if migrate_gain is not None and not 0.0 <= migrate_gain < 1.0:
             raise ValueError(f"migrate_gain={migrate_gain!r} must be in [0, 1) or None")
         self.migrate_gain = migrate_gain
-        self.migrations = 0
         if preempt_ratio is not None and not preempt_ratio > 1.0:
             raise ValueError(f"preempt_ratio={preempt_ratio!r} must be > 1 or None")
         if not preempt_wait_s >= 0:
@@ -280,7 +289,6 @@ class CoreActorPolicy(BasePolicy):
         if not preempt_max >= 1:
             raise ValueError(f"preempt_max={preempt_max!r} must be >= 1")
         self.preempt_max = int(preempt_max)
-        self.preemptions = 0
         self._preempted = np.zeros(0, dtype=np.int64)
         if fast_wait_s is not None and not fast_wait_s >= 0:
             raise ValueError(f"fast_wait_s={fast_wait_s!r} must be >= 0 seconds or None")
@@ -288,21 +296,17 @@ class CoreActorPolicy(BasePolicy):
         if not fast_max_s > 0:
             raise ValueError(f"fast_max_s={fast_max_s!r} must be > 0 seconds")
         self.fast_max_s = float(fast_max_s)
-        self.fast_placements = 0
         if elastic_gain is not None and not elastic_gain >= 1.0:
             raise ValueError(f"elastic_gain={elastic_gain!r} must be >= 1 or None")
         self.elastic_gain = elastic_gain
         if not elastic_max_s > 0:
             raise ValueError(f"elastic_max_s={elastic_max_s!r} must be > 0 seconds")
         self.elastic_max_s = float(elastic_max_s)
-        self.elastic_resized = 0
         if grow_gain is not None and not 0.0 <= grow_gain < 1.0:
             raise ValueError(f"grow_gain={grow_gain!r} must be in [0, 1) or None")
         self.grow_gain = grow_gain
-        self.growths = 0
-        self.shrinks = 0
         self.keep_memory = bool(keep_memory)
-        self.memory_lifts = 0
+        self.counts = dict.fromkeys(COUNTERS, 0)
 
     def reset(
         self,
@@ -314,24 +318,15 @@ class CoreActorPolicy(BasePolicy):
         """Build the env core for this run's cluster and workload."""
         super().reset(cluster, workload, throughput, rng)
         self.core = StateCore(cluster, workload, throughput, self.settings)
-        self.elastic_resized = 0
+        self.counts = dict.fromkeys(COUNTERS, 0)
         if self.elastic_gain is not None:
             req = elastic_request(
                 workload, throughput, cluster, self.elastic_gain, self.elastic_max_s
             )
-            self.elastic_resized = int((req != workload.req_gpus).sum())
+            self.counts["elastic_resized"] = int((req != workload.req_gpus).sum())
             workload = replace(workload, req_gpus=req)  # the policy's view only
         self.core.bind(workload)
-        self.steps = 0
-        self.fallbacks = 0
-        self.guard_placements = 0
-        self.migrations = 0
-        self.preemptions = 0
-        self.growths = 0
-        self.shrinks = 0
-        self.memory_lifts = 0
         self._preempted = np.zeros(workload.num_jobs, dtype=np.int64)
-        self.fast_placements = 0
 
     def run_stats(self) -> dict[str, float]:
         """Counters of the run so far (``results_extended.csv`` columns ``policy_<name>``).
@@ -345,18 +340,7 @@ class CoreActorPolicy(BasePolicy):
         up GPUs for waiting jobs; ``memory_lifts``: actor placements whose memory the memory
         guard raised to the request.
         """
-        return {
-            "decision_steps": float(self.steps),
-            "fallbacks": float(self.fallbacks),
-            "guard_placements": float(self.guard_placements),
-            "migrations": float(self.migrations),
-            "preemptions": float(self.preemptions),
-            "fast_placements": float(self.fast_placements),
-            "elastic_resized": float(self.elastic_resized),
-            "growths": float(self.growths),
-            "shrinks": float(self.shrinks),
-            "memory_lifts": float(self.memory_lifts),
-        }
+        return {name: float(n) for name, n in self.counts.items()}
 
     def act(self, core: EnvCore) -> NDArray[np.int64]:
         """One action per node for the current decision step."""
@@ -373,12 +357,12 @@ class CoreActorPolicy(BasePolicy):
         self._actor_steps(core)
         if self.starve_guard_s is not None:
             wait = self.starve_guard_s
-            self.guard_placements += self._place_each(
+            self.counts["guard_placements"] += self._place_each(
                 core, lambda: self._starved_claim(core, state.time, wait)
             )
         if self.fast_wait_s is not None:
             fast_wait, fast_max = self.fast_wait_s, self.fast_max_s
-            self.fast_placements += self._place_each(
+            self.counts["fast_placements"] += self._place_each(
                 core, lambda: self._fast_claim(core, state, fast_wait, fast_max)
             )
         if self.preempt_ratio is not None and self._preempt(core, state, self.preempt_ratio):
@@ -393,7 +377,7 @@ class CoreActorPolicy(BasePolicy):
             # greedy policy would wait forever (e.g. a gang claim that did not fill), so the
             # teacher places this round (counted in ``fallbacks``).
             core.resolve_claims(SJFTeacher().act(core))
-            self.fallbacks += 1
+            self.counts["fallbacks"] += 1
         alloc = core.allocation()
         if self.migrate_gain is not None:
             alloc = self._migrate(core, state, self.migrate_gain)
@@ -409,7 +393,7 @@ class CoreActorPolicy(BasePolicy):
             if self.keep_memory:
                 actions = self._keep_memory(core, actions)
             _, placed = core.resolve_claims(actions)
-            self.steps += 1
+            self.counts["decision_steps"] += 1
             go = core.end_step(placed)
 
     def _keep_memory(self, core: EnvCore, actions: NDArray[np.int64]) -> NDArray[np.int64]:
@@ -429,7 +413,7 @@ class CoreActorPolicy(BasePolicy):
             return a
         a = a.copy()
         a[nodes[ok]] = lifted[ok]
-        self.memory_lifts += int(ok.sum())
+        self.counts["memory_lifts"] += int(ok.sum())
         return a
 
     @staticmethod
@@ -473,7 +457,7 @@ class CoreActorPolicy(BasePolicy):
         moves += self._move_singles(rnd, per_job == 1)
         if not moves:
             return alloc
-        self.migrations += len(moves)
+        self.counts["migrations"] += len(moves)
         moved = np.unique(np.concatenate([m.job for m in moves]))
         return Allocation.concat([alloc.select(~np.isin(alloc.job, moved)), *moves])
 
@@ -549,7 +533,7 @@ class CoreActorPolicy(BasePolicy):
                 np.add.at(room, old.node, give)
                 np.subtract.at(room, a.node, take)
             alloc = Allocation.concat([alloc.select(alloc.job != j), a])
-            self.growths += 1
+            self.counts["growths"] += 1
             cand.remove(j)
         return alloc
 
@@ -577,7 +561,7 @@ class CoreActorPolicy(BasePolicy):
         core.release(np.array([j]))
         gf = g.astype(np.float64)
         core.place(j, nodes, g, gf * cpg, gf * mpg)
-        self.shrinks += 1
+        self.counts["shrinks"] += 1
         return True
 
     def _preempt(self, core: StateCore, state: SimState, ratio: float) -> int:
@@ -646,7 +630,7 @@ class CoreActorPolicy(BasePolicy):
             k, n, victim = int(ks[i]), int(vn[c]), int(vj[c])
             core.release(np.array([victim]))
             self._preempted[victim] += 1
-            self.preemptions += 1
+            self.counts["preemptions"] += 1
             actions = np.zeros(core.N, dtype=np.int64)
             actions[n] = int(core.codec.encode(k, g1, c1, m1))
             if core.resolve_claims(actions)[1] == 0:  # pragma: no cover - room was checked

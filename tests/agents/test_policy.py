@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 import pytest
@@ -17,7 +18,8 @@ from hetsched.envs.core import EnvCore
 from hetsched.sim.allocation import Allocation
 from hetsched.sim.catalog import GPU_TYPE_NAMES
 from hetsched.sim.cluster import Cluster
-from hetsched.sim.engine import SimConfig, SimState, Simulator
+from hetsched.sim.engine import SimConfig, SimResult, SimState, Simulator
+from hetsched.sim.throughput import ThroughputModel
 from hetsched.sim.workload import Workload
 
 
@@ -123,9 +125,9 @@ def test_starvation_guard_places_a_job_left_waiting_on_idle_gpus(guard_s: float 
     res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
     assert np.isfinite(res.finish_time).all() and res.start_time[0] == 0.0
     if guard_s is None:  # j1 waits on an idle node until nothing runs (the idle-cluster fallback)
-        assert res.start_time[1] >= res.finish_time[0] and pol.guard_placements == 0
+        assert res.start_time[1] >= res.finish_time[0] and pol.run_stats()["guard_placements"] == 0
     else:  # checked at the next decision point after 3600 s of waiting: j2's arrival
-        assert res.start_time[1] == 7200.0 and pol.guard_placements >= 1
+        assert res.start_time[1] == 7200.0 and pol.run_stats()["guard_placements"] >= 1
     # The runner reports the policy's counters in results_extended.csv.
     from hetsched.evaluation import run_one
 
@@ -133,7 +135,7 @@ def test_starvation_guard_places_a_job_left_waiting_on_idle_gpus(guard_s: float 
         pol, name="x", cluster=cl, workload=wl, throughput=tm, sim_config=SimConfig(round_s=60),
         seed=0, rng=np.random.default_rng(0),
     )  # fmt: skip
-    assert out.extra["policy_guard_placements"] == pol.guard_placements
+    assert out.extra["policy_guard_placements"] == pol.run_stats()["guard_placements"]
     assert (out.extra["policy_guard_placements"] > 0) == (guard_s is not None)
     assert out.extra["policy_decision_steps"] >= 1
     assert (out.extra["policy_fallbacks"] > 0) == (guard_s is None)  # j1 waits until j0 ends
@@ -180,7 +182,7 @@ def test_migration_moves_a_running_job_to_an_idle_faster_gpu(
     pol.reset(cl, wl, tm, np.random.default_rng(0))
     res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
     assert np.isfinite(res.finish_time).all()
-    assert pol.migrations == moves and int(res.restarts[0]) == moves
+    assert pol.run_stats()["migrations"] == moves and int(res.restarts[0]) == moves
     j1_end = res.finish_time[1]
     if moves:  # j0 ran ~j1_end on the T4, then the rest 4x faster after one restart delay
         assert res.finish_time[0] < 0.5 * 1e5
@@ -222,7 +224,7 @@ def test_migration_moves_a_multi_node_job_as_a_gang() -> None:
     pol.reset(cl, wl, tm, np.random.default_rng(0))
     sim = Simulator(cl, wl, tm, SimConfig(round_s=60))
     res = sim.run(pol)
-    assert pol.migrations == 1 and int(res.restarts[0]) == 1
+    assert pol.run_stats()["migrations"] == 1 and int(res.restarts[0]) == 1
     j1_end = res.finish_time[1]
     rate_t4 = float(tm.isolated(0, int(cl.node_type[0]), 4, False))
     assert res.finish_time[0] < 0.5 * 4e5 / rate_t4  # far sooner than staying on the T4s
@@ -315,7 +317,7 @@ def test_preemption_cap_per_job(max_times: int, expected: int) -> None:
     )
     pol.reset(cl, wl, tm, np.random.default_rng(0))
     res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
-    assert pol.preemptions == expected and int(res.preemptions[0]) == expected
+    assert pol.run_stats()["preemptions"] == expected and int(res.preemptions[0]) == expected
     assert res.start_time[1] == 600.0
     assert (res.start_time[2] == 7200.0) == (expected == 2)
 
@@ -344,7 +346,7 @@ def test_preemption_waits_and_looks_past_the_arrival_order_window() -> None:
     )
     pol.reset(cl, wl, tm, np.random.default_rng(0))
     res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
-    assert pol.preemptions == 1 and int(res.preemptions[0]) == 1
+    assert pol.run_stats()["preemptions"] == 1 and int(res.preemptions[0]) == 1
     assert res.start_time[2] == 7200.0
     assert 0 in seen and 2 not in seen  # the actor's window never showed j2
     # After the rule the actor sees the arrival order again: j0 (preempted, pending, arrived
@@ -497,6 +499,24 @@ def test_maifs_window_order_override() -> None:
         MAIFSPolicy(window_order="newest")
 
 
+def _one_a100_node() -> Cluster:
+    return make_cluster([{"gpu_type": "a100", "count": 1, "gpus": 4, "cpus": 32, "mem_gib": 128}])
+
+
+def _run_first_fit(
+    cl: Cluster, wl: Workload, tm: ThroughputModel, **rules: Any
+) -> tuple[SimResult, dict[str, float]]:
+    """Run the first-fit actor with the given rules; return the result and the rule counters."""
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings
+
+    pol = CoreActorPolicy(
+        EnvSettings(window=4, advance="event", round_s=60), _first_fit_actor, **rules
+    )
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    return Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol), pol.run_stats()
+
+
 def _elastic_workload(req: list[int], lo: list[int], hi: list[int], model: list[int]) -> Workload:
     J = len(req)
     return make_workload(
@@ -528,6 +548,10 @@ def test_elastic_request_climbs_while_doubling_pays(
     req = elastic_request(wl, tm, cl, gain)
     assert req.tolist() == expected
     assert (req >= wl.min_gpus).all() and (req <= wl.req_gpus).all()
+    # max_s: jobs estimated longer than it at their request keep the request. Each job's work
+    # (3600 units) at its request runs in under an hour on the unit-rate table.
+    assert elastic_request(wl, tm, cl, gain, max_s=3600.0).tolist() == expected
+    assert elastic_request(wl, tm, cl, gain, max_s=1.0).tolist() == wl.req_gpus.tolist()
 
 
 def test_elastic_request_uses_the_fastest_present_type_and_keeps_jobs_it_cannot_size() -> None:
@@ -554,15 +578,10 @@ def test_elastic_sizing_runs_poorly_scaling_jobs_side_by_side() -> None:
     from hetsched.envs.spaces import EnvSettings
 
     tm = make_tm(scaling=0.3)  # 1.23x per doubling: 4 GPUs run 1.5x faster than one
-    cl = make_cluster([{"gpu_type": "a100", "count": 1, "gpus": 4, "cpus": 32, "mem_gib": 128}])
     wl = _elastic_workload([4, 4, 4, 4], [1, 1, 1, 1], [4, 4, 4, 4], [0, 0, 0, 0])
-    runs = {}
-    for gain in (None, 1.3):
-        pol = CoreActorPolicy(
-            EnvSettings(window=4, advance="event", round_s=60), _first_fit_actor, elastic_gain=gain
-        )
-        pol.reset(cl, wl, tm, np.random.default_rng(0))
-        runs[gain] = (Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol), pol.run_stats())
+    runs = {
+        gain: _run_first_fit(_one_a100_node(), wl, tm, elastic_gain=gain) for gain in (None, 1.3)
+    }
     whole, sized = runs[None][0], runs[1.3][0]
     assert runs[None][1]["elastic_resized"] == 0 and runs[1.3][1]["elastic_resized"] == 4
     assert (whole.start_time > 0).sum() == 3  # one 4-GPU job at a time
@@ -573,27 +592,22 @@ def test_elastic_sizing_runs_poorly_scaling_jobs_side_by_side() -> None:
     assert sized.finish_time.mean() < whole.finish_time.mean()
     with pytest.raises(ValueError, match="elastic_gain"):
         CoreActorPolicy(EnvSettings(advance="event"), _first_fit_actor, elastic_gain=0.9)
+    with pytest.raises(ValueError, match="elastic_max_s"):
+        CoreActorPolicy(EnvSettings(advance="event"), _first_fit_actor, elastic_max_s=0.0)
 
 
 @pytest.mark.parametrize("grow_gain", [None, 0.1])
 def test_growth_doubles_a_running_elastic_job_onto_idle_gpus(grow_gain: float | None) -> None:
-    from hetsched.agents.policy import CoreActorPolicy
-    from hetsched.envs.spaces import EnvSettings
 
     tm = make_tm(scaling=1.0)  # linear scaling: doubling halves the remaining time
-    cl = make_cluster([{"gpu_type": "a100", "count": 1, "gpus": 4, "cpus": 32, "mem_gib": 128}])
     # j0: elastic 1..4 GPUs requesting 1, long; j1: rigid 1 GPU, short, arrives at 600 s (an
     # event at which nothing waits once it is placed, and another when it finishes).
     wl = _elastic_workload([1, 1], [1, 1], [4, 1], [0, 0])
     wl.arrival[1] = 600.0
     wl.work[:] = [36000.0, 600.0]
-    pol = CoreActorPolicy(
-        EnvSettings(window=4, advance="event", round_s=60), _first_fit_actor, grow_gain=grow_gain
-    )
-    pol.reset(cl, wl, tm, np.random.default_rng(0))
-    res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+    res, stats = _run_first_fit(_one_a100_node(), wl, tm, grow_gain=grow_gain)
     assert np.isfinite(res.finish_time).all()
-    growths = pol.run_stats()["growths"]
+    growths = stats["growths"]
     if grow_gain is None:
         assert growths == 0 and res.finish_time[0] == 36000.0
     else:  # 1 -> 2 GPUs when j1 starts (2 idle), 2 -> 4 when it ends
@@ -607,19 +621,14 @@ def test_growth_waits_while_a_job_waits() -> None:
     from hetsched.envs.spaces import EnvSettings
 
     tm = make_tm(scaling=1.0)
-    cl = make_cluster([{"gpu_type": "a100", "count": 1, "gpus": 4, "cpus": 32, "mem_gib": 128}])
     # j0 elastic (1..4, requesting 1) runs; j1 (rigid, 4 GPUs) waits for it; j2 (1 GPU, short)
     # is placed beside j0: no growth, since j1 still waits.
     wl = _elastic_workload([1, 4, 1], [1, 4, 1], [4, 4, 1], [0, 0, 0])
     wl.arrival[1:] = [600.0, 1200.0]
     wl.work[:] = [36000.0, 600.0, 600.0]
-    pol = CoreActorPolicy(
-        EnvSettings(window=4, advance="event", round_s=60), _first_fit_actor, grow_gain=0.1
-    )
-    pol.reset(cl, wl, tm, np.random.default_rng(0))
-    res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+    res, stats = _run_first_fit(_one_a100_node(), wl, tm, grow_gain=0.1)
     assert np.isfinite(res.finish_time).all()
-    assert pol.run_stats()["growths"] == 0 and res.finish_time[0] == 36000.0
+    assert stats["growths"] == 0 and res.finish_time[0] == 36000.0
     assert res.start_time[2] == 1200.0 and res.start_time[1] >= res.finish_time[0]
     with pytest.raises(ValueError, match="grow_gain"):
         CoreActorPolicy(EnvSettings(advance="event"), _first_fit_actor, grow_gain=1.0)
@@ -662,7 +671,7 @@ def test_grown_job_shrinks_back_when_a_job_arrives() -> None:
     from hetsched.envs.spaces import EnvSettings
 
     tm = make_tm(scaling=1.0)
-    cl = make_cluster([{"gpu_type": "a100", "count": 1, "gpus": 4, "cpus": 32, "mem_gib": 128}])
+    cl = _one_a100_node()
     # j0 (elastic 1..4, requesting 1) grows to 2 GPUs beside j1, then to 4 when j1 ends; j2
     # (rigid, 2 GPUs) arrives at 3000 s to a full node: j0 gives up 2 GPUs and j2 starts.
     wl = _elastic_workload([1, 1, 2], [1, 1, 2], [4, 1, 2], [0, 0, 0])

@@ -98,10 +98,31 @@ ELASTIC_SETS: tuple[ValidationSet, ...] = tuple(
 )
 SEEDS: tuple[int, ...] = (50, 51)
 
+#: Workload presets of elastic jobs ``--elastic-traces`` may use. Each preset's file 1 is its
+#: held-out test trace (the presets' default ``index``); files 2 and up are free for validation.
+#: Pollux's workloads are shipped (Apache-2.0); Sia's need the shared data.
+ELASTIC_TRACES: tuple[str, ...] = ("sia_helios", "sia_philly", "sia_newtrace", "pollux_philly")
+
+
+def elastic_validation_sets(
+    traces: Sequence[str], files: Sequence[int]
+) -> tuple[ValidationSet, ...]:
+    """Elastic sets: every file of every trace on both clusters (file 1 is refused).
+
+    Raises:
+        ValueError: If ``files`` holds file 1 or a trace is not in :data:`ELASTIC_TRACES`.
+    """
+    if 1 in files:
+        raise ValueError(f"files={list(files)}: file 1 is each elastic preset's test trace")
+    bad = [t for t in traces if t not in ELASTIC_TRACES]
+    if bad:
+        raise ValueError(f"unknown elastic traces {bad}; choose from {list(ELASTIC_TRACES)}")
+    return tuple((c, i, True, t) for t in traces for i in files for c in ("sia_64", "pai_mixed"))
+
 
 def workload_kwargs(trace: str, start: int, busiest: bool) -> dict[str, Any]:
     """Preset overrides of one validation set (see :data:`ValidationSet`)."""
-    if trace.startswith("sia_"):
+    if trace in ELASTIC_TRACES:
         return {"index": start}
     return {"start": start, "num_jobs": 300, "busiest": busiest}
 
@@ -194,6 +215,10 @@ def main() -> None:
     ap.add_argument("--elastic-gain", type=float, default=None)
     ap.add_argument("--elastic-max-s", type=float, default=float("inf"))
     ap.add_argument("--grow-gain", type=float, default=None)
+    ap.add_argument("--grow-factor", type=int, default=2)
+    ap.add_argument(
+        "--grow-at-request", action="store_true", help="growth at >= the requested CPU/memory"
+    )
     ap.add_argument("--keep-memory", action="store_true", help="turn on the memory guard")
     ap.add_argument("--window-order", choices=("arrival", "attained", "sjf"), default=None)
     ap.add_argument(
@@ -212,17 +237,21 @@ def main() -> None:
         type=int,
         nargs="+",
         default=None,
-        help="Helios files of the elastic sets (default 2 3 4; 1 is the test trace)",
+        help="files of the elastic sets (default 2 3 4; 1 is each trace's test file)",
+    )
+    ap.add_argument(
+        "--elastic-traces",
+        nargs="+",
+        choices=ELASTIC_TRACES,
+        default=["sia_helios"],
+        help="workload presets of the elastic sets (default sia_helios)",
     )
     ap.add_argument("--out", type=Path, default=None, help="also write the tables as Markdown")
     args = ap.parse_args()
-    elastic_sets = ELASTIC_SETS
-    if args.elastic_files is not None:
-        if 1 in args.elastic_files:
-            ap.error("--elastic-files: file 1 is the held-out test trace (workload=sia_helios)")
-        elastic_sets = tuple(
-            (c, i, True, "sia_helios") for i in args.elastic_files for c in ("sia_64", "pai_mixed")
-        )
+    files = (2, 3, 4) if args.elastic_files is None else tuple(args.elastic_files)
+    if 1 in files:
+        ap.error("--elastic-files: file 1 is the held-out test trace of every elastic preset")
+    elastic_sets = elastic_validation_sets(args.elastic_traces, files)
     if any(seed >= 100 for seed in args.seeds):
         ap.error(f"--seeds {args.seeds}: seeds 100 and up are the test seeds; use seeds < 100")
     missing = [str(p) for p in args.checkpoints if not p.is_file()]
@@ -241,6 +270,8 @@ def main() -> None:
         "elastic_max_s": args.elastic_max_s,
         "grow_gain": args.grow_gain,
         "keep_memory": args.keep_memory,
+        "grow_factor": args.grow_factor,
+        "grow_at_request": args.grow_at_request,
         "window_order": args.window_order,
     }
     sets = (

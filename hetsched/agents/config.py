@@ -271,6 +271,9 @@ class MAIFSSchedulerConf:
             :class:`hetsched.agents.policy.CoreActorPolicy`.
         keep_memory: Raise the agents' memory levels below the request to the request where
             legal (the memory guard): see :class:`hetsched.agents.policy.CoreActorPolicy`.
+        grow_factor: Largest multiple of its GPU count one growth may give a job (2 = a
+            doubling; 4 or 8 also weigh two or three doublings at once, on any allowed type).
+        grow_at_request: A growth gives the job at least its requested CPU and memory per GPU.
         window_order: Override the agents' window order (``arrival``, ``attained`` or ``sjf``;
             null = the checkpoint's, ``arrival``).
     """
@@ -291,6 +294,8 @@ class MAIFSSchedulerConf:
     elastic_max_s: float | None = None
     grow_gain: float | None = None
     keep_memory: bool = False
+    grow_factor: int = 2
+    grow_at_request: bool = False
     window_order: str | None = None
 
 

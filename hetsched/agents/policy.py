@@ -205,8 +205,13 @@ class CoreActorPolicy(BasePolicy):
       placements (and migration), a running elastic job may double its GPU count (up to its
       ``max_gpus``) onto idle GPUs, on nodes of any allowed GPU type (its own nodes count with
       the room it holds) -- when its estimated remaining time there, restart delay included, is
-      below ``1 - grow_gain`` times its remaining time now (isolated rates). One job at a
-      time, the largest saving first; each job grows at most once per round. The slack-time
+      below ``1 - grow_gain`` times its remaining time now (isolated rates). With
+      ``grow_factor`` above 2 the growth also weighs two or more doublings at once (up to that
+      multiple), so a job on a few fast GPUs can move to many more slower ones when only those
+      are idle, which no single doubling reaches. The grown job keeps its CPU and memory per
+      GPU, or with ``grow_at_request`` gets at least the requested amounts per GPU (an actor's
+      low CPU level would otherwise slow every GPU the job grows onto). One job at a time, the
+      largest saving first; each job grows at most once per round. The slack-time
       half of Sia's re-planning: jobs scale up when nothing else needs the GPUs. The other
       half: when jobs still wait after the actor's steps and the other rules, the running job
       furthest above its request (grown, or placed at a larger GPU level) gives up as many GPUs
@@ -243,6 +248,10 @@ class CoreActorPolicy(BasePolicy):
             running elastic job's GPUs must save (in [0, 1)); None = no growth.
         keep_memory: Raise the actor's memory levels below the request to the request where
             that is legal (the memory guard).
+        grow_factor: Largest multiple of its GPU count one growth may give a job (an integer
+            >= 2; 2 = one doubling).
+        grow_at_request: A growth gives the job at least its requested CPU cores and memory
+            per GPU (else the amounts per GPU it runs with).
     """
 
     event_driven = True
@@ -263,6 +272,8 @@ class CoreActorPolicy(BasePolicy):
         elastic_max_s: float = float("inf"),
         grow_gain: float | None = None,
         keep_memory: bool = False,
+        grow_factor: int = 2,
+        grow_at_request: bool = False,
     ) -> None:
         if settings.advance != "event":
             raise ValueError(
@@ -305,6 +316,10 @@ class CoreActorPolicy(BasePolicy):
         if grow_gain is not None and not 0.0 <= grow_gain < 1.0:
             raise ValueError(f"grow_gain={grow_gain!r} must be in [0, 1) or None")
         self.grow_gain = grow_gain
+        if not (isinstance(grow_factor, int) and grow_factor >= 2):
+            raise ValueError(f"grow_factor={grow_factor!r} must be an integer >= 2")
+        self.grow_factor = grow_factor
+        self.grow_at_request = bool(grow_at_request)
         self.keep_memory = bool(keep_memory)
         self.counts = dict.fromkeys(COUNTERS, 0)
 
@@ -507,22 +522,30 @@ class CoreActorPolicy(BasePolicy):
             for j in cand:
                 ent = alloc.job == j
                 nodes, G = alloc.node[ent], int(alloc.gpus[ent].sum())
-                G2 = min(2 * G, int(wl.max_gpus[j]))
-                if G2 <= G:
+                top = min(self.grow_factor * G, int(wl.max_gpus[j]))
+                if top <= G:
                     continue
                 t0 = int(cl.node_type[nodes[0]])
                 m = int(wl.model[j])
                 rate_now = float(tm.isolated(m, t0, G, is_spread(cl, nodes, G)))
                 t_now = self._remaining_time(core, state, j, rate_now, False)
                 cpg, mpg = float(alloc.cpus[ent].sum()) / G, float(alloc.mem[ent].sum()) / G
+                if self.grow_at_request:  # no less than the requested amounts per GPU
+                    cpg = max(cpg, float(wl.cpu_per_gpu[j]))
+                    mpg = max(mpg, float(wl.mem_per_gpu[j]))
                 own = (free[0].copy(), free[1].copy(), free[2].copy())  # its own room counts
                 own[0][nodes] += alloc.gpus[ent]
                 own[1][nodes] += alloc.cpus[ent]
                 own[2][nodes] += alloc.mem[ent]
                 target = up & (own[0] > 0)
                 types = np.flatnonzero(wl.allowed_types[j] & present).tolist()
-                place = _Placement(j, G2, cpg, mpg, t_now)
-                best = self._best_gang(core, state, place, types, gain, target, own, best)
+                grown = 2 * G
+                while True:  # doublings up to grow_factor times, the last one capped
+                    place = _Placement(j, min(grown, top), cpg, mpg, t_now)
+                    best = self._best_gang(core, state, place, types, gain, target, own, best)
+                    if grown >= top:
+                        break
+                    grown *= 2
             if best is None:
                 break
             _, j, a = best
@@ -919,6 +942,10 @@ class MAIFSPolicy(CoreActorPolicy):
         grow_gain: Turn on growth of elastic jobs onto idle GPUs (see
             :class:`CoreActorPolicy`); None = off.
         keep_memory: Turn on the memory guard (see :class:`CoreActorPolicy`).
+        grow_factor: Largest multiple of its GPU count one growth may give a job (see
+            :class:`CoreActorPolicy`).
+        grow_at_request: A growth gives at least the requested CPU and memory per GPU (see
+            :class:`CoreActorPolicy`).
         window_order: Override the window order the agents see (``"arrival"``,
             ``"attained"`` or ``"sjf"``, shortest estimated run time first); None = the
             checkpoint's (``agent.env.window_order``, ``"arrival"`` for checkpoints saved
@@ -943,6 +970,8 @@ class MAIFSPolicy(CoreActorPolicy):
         elastic_max_s: float | None = None,
         grow_gain: float | None = None,
         keep_memory: bool = False,
+        grow_factor: int = 2,
+        grow_at_request: bool = False,
         window_order: str | None = None,
         net: tuple[Any, Any] | None = None,
     ) -> None:
@@ -979,6 +1008,8 @@ class MAIFSPolicy(CoreActorPolicy):
             elastic_max_s=float("inf") if elastic_max_s is None else elastic_max_s,
             grow_gain=grow_gain,
             keep_memory=keep_memory,
+            grow_factor=grow_factor,
+            grow_at_request=grow_at_request,
         )
 
     def reset(

@@ -616,6 +616,25 @@ def test_growth_doubles_a_running_elastic_job_onto_idle_gpus(grow_gain: float | 
         assert res.gpu_s_by_type[0].sum() > res.finish_time[0] * 1.5  # ran on more GPUs
 
 
+@pytest.mark.parametrize("factor", [2, 4])
+def test_grow_factor_weighs_several_doublings_at_once(factor: int) -> None:
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings
+
+    tm = make_tm(scaling=1.0)
+    # j0: elastic 1..4 requesting 1, long; j1: rigid 1 GPU, short. Both start at 0; when j1
+    # ends (600 s, the last event) three GPUs are idle: j0 grows once, by up to `factor`.
+    wl = _elastic_workload([1, 1], [1, 1], [4, 1], [0, 0])
+    wl.work[:] = [36000.0, 600.0]
+    res, stats = _run_first_fit(_one_a100_node(), wl, tm, grow_gain=0.1, grow_factor=factor)
+    assert stats["growths"] == 1 and int(res.restarts[0]) == 1
+    delay = float(tm.restart_delay_s[0])
+    # 600 s on one GPU, then the rest (35,400 units) on `factor` GPUs after the restart delay
+    assert res.finish_time[0] == pytest.approx(600.0 + delay + 35400.0 / factor)
+    with pytest.raises(ValueError, match="grow_factor"):
+        CoreActorPolicy(EnvSettings(advance="event"), _first_fit_actor, grow_factor=1)
+
+
 def test_growth_waits_while_a_job_waits() -> None:
     from hetsched.agents.policy import CoreActorPolicy
     from hetsched.envs.spaces import EnvSettings

@@ -135,3 +135,20 @@ def test_elastic_sets_avoid_the_helios_test_file() -> None:
         text=True,
     )
     assert out.returncode != 0 and "test trace" in out.stderr
+
+
+def test_elastic_sets_of_other_traces_avoid_their_test_files() -> None:
+    mod = _load()
+    make = mod.elastic_validation_sets  # type: ignore[attr-defined]
+    traces = list(mod.ELASTIC_TRACES)  # type: ignore[attr-defined]
+    sets = make(traces, (2, 5))
+    assert len(sets) == len(traces) * 2 * 2
+    assert {s[3] for s in sets} == set(traces) and {s[1] for s in sets} == {2, 5}
+    for t in traces:  # every elastic preset's default file is 1: its test trace
+        assert mod.workload_kwargs(t, 2, True) == {"index": 2}  # type: ignore[attr-defined]
+        cfg = (ROOT / "conf" / "workload" / f"{t}.yaml").read_text()
+        assert "\nindex: 1\n" in cfg
+    with pytest.raises(ValueError, match="test trace"):
+        make(traces, (1, 2))
+    with pytest.raises(ValueError, match="unknown elastic traces"):
+        make(["philly"], (2,))

@@ -26,6 +26,9 @@ it needs ``../shared/data`` or ``$HETSCHED_SHARED_DATA``): the 300 consecutive p
 ``--elastic`` adds six sets of elastic jobs (:data:`ELASTIC_SETS`): Sia's Helios files 2, 3 and
 4 (160 jobs each; Sia artifact data, not shipped) on both clusters. File 1 is the held-out
 ``workload=sia_helios`` test trace. No checkpoint was trained on any Helios file.
+``--elastic-traces`` takes the elastic sets from other presets too (:data:`ELASTIC_TRACES`:
+Sia's Helios, Philly and new traces, Pollux's workloads) and ``--elastic-files`` picks the
+files; file 1 of every preset is its test trace and is refused.
 
 Usage::
 
@@ -34,6 +37,9 @@ Usage::
     python scripts/validate_maifs.py A.pt --starve-guard-s 21600 --migrate-gain 0.1 --alibaba
     python scripts/validate_maifs.py A.pt --starve-guard-s 21600 --migrate-gain 0.1 \
         --preempt-ratio 10 --preempt-wait-s 3600
+    python scripts/validate_maifs.py A.pt --elastic-gain 2.0 --grow-gain 0.05 --grow-factor 8 \
+        --grow-at-request --keep-memory --only-elastic --elastic-files 5 6 7 \
+        --elastic-traces sia_helios sia_philly sia_newtrace pollux_philly --seeds 50
 """
 
 from __future__ import annotations

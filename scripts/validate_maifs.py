@@ -225,6 +225,7 @@ def main() -> None:
     ap.add_argument(
         "--grow-at-request", action="store_true", help="growth at >= the requested CPU/memory"
     )
+    ap.add_argument("--shrink-order", choices=("excess", "restart_cost"), default="excess")
     ap.add_argument("--keep-memory", action="store_true", help="turn on the memory guard")
     ap.add_argument("--window-order", choices=("arrival", "attained", "sjf"), default=None)
     ap.add_argument(
@@ -278,6 +279,7 @@ def main() -> None:
         "keep_memory": args.keep_memory,
         "grow_factor": args.grow_factor,
         "grow_at_request": args.grow_at_request,
+        "shrink_order": args.shrink_order,
         "window_order": args.window_order,
     }
     sets = (

@@ -46,7 +46,7 @@ def test_default_config_composes_with_simple_schedulers() -> None:
     assert (m.fast_wait_s, m.fast_max_s) == (0, 10800)
     assert m.window_order == "sjf"
     assert (m.elastic_gain, m.elastic_max_s, m.grow_gain, m.keep_memory) == (2.0, None, 0.05, True)
-    assert (m.grow_factor, m.grow_at_request) == (8, True)
+    assert (m.grow_factor, m.grow_at_request, m.shrink_order) == (8, True, "restart_cost")
     cfg = _compose(
         [
             "scheduler=maifs",

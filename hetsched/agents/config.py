@@ -274,6 +274,8 @@ class MAIFSSchedulerConf:
         grow_factor: Largest multiple of its GPU count one growth may give a job (2 = a
             doubling; 4 or 8 also weigh two or three doublings at once, on any allowed type).
         grow_at_request: A growth gives the job at least its requested CPU and memory per GPU.
+        shrink_order: Which job above its request shrinks first while jobs wait: ``excess``
+            (furthest above it) or ``restart_cost`` (whose restart idles the fewest GPU-seconds).
         window_order: Override the agents' window order (``arrival``, ``attained`` or ``sjf``;
             null = the checkpoint's, ``arrival``).
     """
@@ -296,6 +298,7 @@ class MAIFSSchedulerConf:
     keep_memory: bool = False
     grow_factor: int = 2
     grow_at_request: bool = False
+    shrink_order: str = "excess"
     window_order: str | None = None
 
 

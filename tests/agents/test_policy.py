@@ -719,6 +719,46 @@ def test_grown_job_shrinks_back_when_a_job_arrives() -> None:
     assert np.isfinite(res.finish_time).all()
 
 
+@pytest.mark.parametrize(("order", "expected"), [("excess", [2, 4]), ("restart_cost", [4, 2])])
+def test_shrink_order_picks_the_job_to_shrink(order: str, expected: list[int]) -> None:
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings
+
+    # j0 (model a, 300 s restarts) and j1 (model b, 10 s restarts): elastic 1..4, requesting 1.
+    # Both grow to 4 GPUs when j2 (1 GPU, short) ends; j3 (rigid, 2 GPUs) then arrives to a full
+    # node. Both are 3 GPUs above their request: "excess" shrinks the lower index, j0;
+    # "restart_cost" the one whose restart idles fewer GPU-seconds, j1.
+    tm = dataclasses.replace(make_tm(scaling=1.0), restart_delay_s=np.array([300.0, 10.0]))
+    cl = make_cluster([{"gpu_type": "a100", "count": 1, "gpus": 8, "cpus": 64, "mem_gib": 256}])
+    wl = _elastic_workload([1, 1, 1, 2], [1, 1, 1, 2], [4, 4, 1, 2], [0, 1, 0, 0])
+    wl.arrival[3] = 3000.0
+    wl.work[:] = [72000.0, 72000.0, 600.0, 3600.0]
+    pol = CoreActorPolicy(
+        EnvSettings(window=4, advance="event", round_s=60),
+        _first_fit_actor,
+        grow_gain=0.1,
+        grow_factor=4,
+        shrink_order=order,
+    )
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    decisions = {}
+    decide = pol.decide
+
+    def spy(state: SimState) -> Allocation:
+        alloc = decide(state)
+        decisions[state.time] = alloc.gpus_per_job(4).tolist()
+        return alloc
+
+    pol.decide = spy  # type: ignore[method-assign]
+    res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+    before = max(t for t in decisions if t < 3000.0)
+    assert decisions[before][:2] == [4, 4]
+    assert decisions[3000.0] == [*expected, 0, 2]
+    assert np.isfinite(res.finish_time).all()
+    with pytest.raises(ValueError, match="shrink_order"):
+        CoreActorPolicy(EnvSettings(advance="event"), _first_fit_actor, shrink_order="random")
+
+
 def test_state_core_place_checks_its_input() -> None:
     from hetsched.agents.driver import StateCore
     from hetsched.envs.spaces import EnvSettings

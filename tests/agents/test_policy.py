@@ -504,9 +504,16 @@ def _one_a100_node() -> Cluster:
 
 
 def _run_first_fit(
-    cl: Cluster, wl: Workload, tm: ThroughputModel, **rules: Any
+    cl: Cluster,
+    wl: Workload,
+    tm: ThroughputModel,
+    decisions: dict[float, list[int]] | None = None,
+    **rules: Any,
 ) -> tuple[SimResult, dict[str, float]]:
-    """Run the first-fit actor with the given rules; return the result and the rule counters."""
+    """Run the first-fit actor with the given rules; return the result and the rule counters.
+
+    ``decisions``, if given, receives each decision's GPUs per job, keyed by its time (s).
+    """
     from hetsched.agents.policy import CoreActorPolicy
     from hetsched.envs.spaces import EnvSettings
 
@@ -514,6 +521,15 @@ def _run_first_fit(
         EnvSettings(window=4, advance="event", round_s=60), _first_fit_actor, **rules
     )
     pol.reset(cl, wl, tm, np.random.default_rng(0))
+    if decisions is not None:
+        decide, log = pol.decide, decisions
+
+        def spy(state: SimState) -> Allocation:
+            alloc = decide(state)
+            log[state.time] = alloc.gpus_per_job(wl.num_jobs).tolist()
+            return alloc
+
+        pol.decide = spy  # type: ignore[method-assign]
     return Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol), pol.run_stats()
 
 
@@ -686,8 +702,6 @@ def test_memory_guard_raises_memory_below_the_request(keep: bool) -> None:
 
 
 def test_grown_job_shrinks_back_when_a_job_arrives() -> None:
-    from hetsched.agents.policy import CoreActorPolicy
-    from hetsched.envs.spaces import EnvSettings
 
     tm = make_tm(scaling=1.0)
     cl = _one_a100_node()
@@ -696,24 +710,11 @@ def test_grown_job_shrinks_back_when_a_job_arrives() -> None:
     wl = _elastic_workload([1, 1, 2], [1, 1, 2], [4, 1, 2], [0, 0, 0])
     wl.arrival[1:] = [600.0, 3000.0]
     wl.work[:] = [72000.0, 600.0, 3600.0]
-    pol = CoreActorPolicy(
-        EnvSettings(window=4, advance="event", round_s=60), _first_fit_actor, grow_gain=0.1
-    )
-    pol.reset(cl, wl, tm, np.random.default_rng(0))
-    decisions = {}
-    decide = pol.decide
-
-    def spy(state: SimState) -> Allocation:
-        alloc = decide(state)
-        decisions[state.time] = alloc.gpus_per_job(3).tolist()
-        return alloc
-
-    pol.decide = spy  # type: ignore[method-assign]
-    res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+    decisions: dict[float, list[int]] = {}
+    res, stats = _run_first_fit(cl, wl, tm, decisions, grow_gain=0.1)
     before = max(t for t in decisions if t < 3000.0)
     assert decisions[before][0] == 4  # grown to the whole node
     assert decisions[3000.0][:3] == [2, 0, 2]  # gave up what j2 requests, not more
-    stats = pol.run_stats()
     assert stats["growths"] >= 2 and stats["shrinks"] >= 1
     assert res.start_time[2] == 3000.0  # no wait behind the grown job
     assert np.isfinite(res.finish_time).all()
@@ -733,24 +734,9 @@ def test_shrink_order_picks_the_job_to_shrink(order: str, expected: list[int]) -
     wl = _elastic_workload([1, 1, 1, 2], [1, 1, 1, 2], [4, 4, 1, 2], [0, 1, 0, 0])
     wl.arrival[3] = 3000.0
     wl.work[:] = [72000.0, 72000.0, 600.0, 3600.0]
-    pol = CoreActorPolicy(
-        EnvSettings(window=4, advance="event", round_s=60),
-        _first_fit_actor,
-        grow_gain=0.1,
-        grow_factor=4,
-        shrink_order=order,
-    )
-    pol.reset(cl, wl, tm, np.random.default_rng(0))
-    decisions = {}
-    decide = pol.decide
-
-    def spy(state: SimState) -> Allocation:
-        alloc = decide(state)
-        decisions[state.time] = alloc.gpus_per_job(4).tolist()
-        return alloc
-
-    pol.decide = spy  # type: ignore[method-assign]
-    res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+    decisions: dict[float, list[int]] = {}
+    rules = {"grow_gain": 0.1, "grow_factor": 4, "shrink_order": order}
+    res, _ = _run_first_fit(cl, wl, tm, decisions, **rules)
     before = max(t for t in decisions if t < 3000.0)
     assert decisions[before][:2] == [4, 4]
     assert decisions[3000.0] == [*expected, 0, 2]

@@ -55,7 +55,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hetsched.agents.policy import MAIFSPolicy, TeacherPolicy  # noqa: E402
+from hetsched.agents.policy import SHRINK_ORDERS, MAIFSPolicy, TeacherPolicy  # noqa: E402
 from hetsched.envs.presets import resolve_cluster, resolve_workload  # noqa: E402
 from hetsched.evaluation import atomic_write_text, evaluate  # noqa: E402
 from hetsched.sim.engine import SimConfig  # noqa: E402
@@ -97,11 +97,6 @@ ALIBABA_SETS: tuple[ValidationSet, ...] = (
 LOADED_SETS: tuple[ValidationSet, ...] = tuple(
     (c, s, False) for s in (10000, 25000, 35000) for c in ("sia_64", "pai_mixed")
 )
-#: The elastic sets of ``--elastic``: Sia's Helios files 2-4 on both clusters (file 1 is the
-#: test trace).
-ELASTIC_SETS: tuple[ValidationSet, ...] = tuple(
-    (c, i, True, "sia_helios") for i in (2, 3, 4) for c in ("sia_64", "pai_mixed")
-)
 SEEDS: tuple[int, ...] = (50, 51)
 
 #: Workload presets of elastic jobs ``--elastic-traces`` may use. Each preset's file 1 is its
@@ -124,6 +119,11 @@ def elastic_validation_sets(
     if bad:
         raise ValueError(f"unknown elastic traces {bad}; choose from {list(ELASTIC_TRACES)}")
     return tuple((c, i, True, t) for t in traces for i in files for c in ("sia_64", "pai_mixed"))
+
+
+#: The elastic sets of ``--elastic`` by default: Sia's Helios files 2-4 on both clusters (file 1
+#: is the test trace).
+ELASTIC_SETS: tuple[ValidationSet, ...] = elastic_validation_sets(("sia_helios",), (2, 3, 4))
 
 
 def workload_kwargs(trace: str, start: int, busiest: bool) -> dict[str, Any]:
@@ -225,7 +225,7 @@ def main() -> None:
     ap.add_argument(
         "--grow-at-request", action="store_true", help="growth at >= the requested CPU/memory"
     )
-    ap.add_argument("--shrink-order", choices=("excess", "restart_cost"), default="excess")
+    ap.add_argument("--shrink-order", choices=SHRINK_ORDERS, default="excess")
     ap.add_argument("--keep-memory", action="store_true", help="turn on the memory guard")
     ap.add_argument("--window-order", choices=("arrival", "attained", "sjf"), default=None)
     ap.add_argument(

@@ -218,12 +218,11 @@ class CoreActorPolicy(BasePolicy):
       half of Sia's re-planning: jobs scale up when nothing else needs the GPUs. The other
       half: when jobs still wait after the actor's steps and the other rules, a running job
       above its request (grown, or placed at a larger GPU level) gives up as many GPUs as the
-      first waiting job requests, never going below its own request -- the one furthest above
-      it, or with ``shrink_order="restart_cost"`` the one whose restart idles the fewest
-      GPU-seconds (a 250 s imagenet restart on 8 GPUs costs far more than a 15 s ncf one on 2)
-      -- keeping the
-      fewest of its nodes; then the actor takes more decision steps, and so on, at most ``K``
-      times per round. So allocations above the request shrink while jobs wait. The engine
+      first waiting job requests, never going below its own request and keeping the fewest of
+      its nodes. The job is the one furthest above its request, or with
+      ``shrink_order="restart_cost"`` the one whose restart idles the fewest GPU-seconds (a
+      250 s imagenet restart on 8 GPUs costs far more than a 15 s ncf one on 2). Then the actor
+      takes more decision steps, and so on, at most ``K`` times per round. So allocations above the request shrink while jobs wait. The engine
       charges each change as a restart.
     * **Memory guard** (``keep_memory``, off by default): an actor's placement with less memory
       than the job requests is given the requested memory instead (same job, GPU and CPU
@@ -326,9 +325,11 @@ class CoreActorPolicy(BasePolicy):
         if grow_gain is not None and not 0.0 <= grow_gain < 1.0:
             raise ValueError(f"grow_gain={grow_gain!r} must be in [0, 1) or None")
         self.grow_gain = grow_gain
-        if not (isinstance(grow_factor, int) and grow_factor >= 2):
+        if isinstance(grow_factor, bool) or not (
+            isinstance(grow_factor, (int, np.integer)) and grow_factor >= 2
+        ):
             raise ValueError(f"grow_factor={grow_factor!r} must be an integer >= 2")
-        self.grow_factor = grow_factor
+        self.grow_factor = int(grow_factor)
         self.grow_at_request = bool(grow_at_request)
         if shrink_order not in SHRINK_ORDERS:
             raise ValueError(

@@ -222,8 +222,8 @@ class CoreActorPolicy(BasePolicy):
       its nodes. The job is the one furthest above its request, or with
       ``shrink_order="restart_cost"`` the one whose restart idles the fewest GPU-seconds (a
       250 s imagenet restart on 8 GPUs costs far more than a 15 s ncf one on 2). Then the actor
-      takes more decision steps, and so on, at most ``K`` times per round. So allocations above the request shrink while jobs wait. The engine
-      charges each change as a restart.
+      takes more decision steps, and so on, at most ``K`` times per round. So allocations
+      above the request shrink while jobs wait. The engine charges each change as a restart.
     * **Memory guard** (``keep_memory``, off by default): an actor's placement with less memory
       than the job requests is given the requested memory instead (same job, GPU and CPU
       levels) when that is legal on the node. Memory below the request never speeds a job up
@@ -493,11 +493,12 @@ class CoreActorPolicy(BasePolicy):
         return Allocation.concat([alloc.select(~np.isin(alloc.job, moved)), *moves])
 
     def _grow(self, core: EnvCore, state: SimState, alloc: Allocation, gain: float) -> Allocation:
-        """``alloc`` with running elastic jobs doubled onto idle GPUs (class doc).
+        """``alloc`` with running elastic jobs grown onto idle GPUs (class doc).
 
-        Called only when no job waits. One job at a time, the largest saving first; each job
-        grows at most once per round, onto nodes of one allowed GPU type (its own nodes count
-        with the room it holds there).
+        Called only when no job waits. Each candidate is weighed at 2x, 4x, ... its GPUs, up to
+        ``grow_factor`` times and its ``max_gpus``. One job at a time, the largest saving first;
+        each job grows at most once per round, onto nodes of one allowed GPU type (its own nodes
+        count with the room it holds there).
         """
         wl, tm, cl = core.wl, core.tm, core.cluster
         assert wl is not None
@@ -555,13 +556,11 @@ class CoreActorPolicy(BasePolicy):
                 own[2][nodes] += alloc.mem[ent]
                 target = up & (own[0] > 0)
                 types = np.flatnonzero(wl.allowed_types[j] & present).tolist()
-                grown = 2 * G
-                while True:  # doublings up to grow_factor times, the last one capped
-                    place = _Placement(j, min(grown, top), cpg, mpg, t_now)
+                size = G
+                while size < top:  # doublings up to grow_factor times, the last one capped
+                    size = min(2 * size, top)
+                    place = _Placement(j, size, cpg, mpg, t_now)
                     best = self._best_gang(core, state, place, types, gain, target, own, best)
-                    if grown >= top:
-                        break
-                    grown *= 2
             if best is None:
                 break
             _, j, a = best

@@ -227,6 +227,11 @@ def main() -> None:
     )
     ap.add_argument("--shrink-order", choices=SHRINK_ORDERS, default="excess")
     ap.add_argument("--keep-memory", action="store_true", help="turn on the memory guard")
+    ap.add_argument(
+        "--shrink-fastest",
+        action="store_true",
+        help="only jobs on the first waiting job's fastest GPU type shrink",
+    )
     ap.add_argument("--window-order", choices=("arrival", "attained", "sjf"), default=None)
     ap.add_argument(
         "--seeds", type=int, nargs="+", default=list(SEEDS), help="validation seeds (< 100)"
@@ -280,6 +285,7 @@ def main() -> None:
         "grow_factor": args.grow_factor,
         "grow_at_request": args.grow_at_request,
         "shrink_order": args.shrink_order,
+        "shrink_fastest": args.shrink_fastest,
         "window_order": args.window_order,
     }
     sets = (

@@ -47,6 +47,7 @@ def test_default_config_composes_with_simple_schedulers() -> None:
     assert m.window_order == "sjf"
     assert (m.elastic_gain, m.elastic_max_s, m.grow_gain, m.keep_memory) == (2.0, None, 0.05, True)
     assert (m.grow_factor, m.grow_at_request, m.shrink_order) == (8, True, "restart_cost")
+    assert m.shrink_fastest is True
     cfg = _compose(
         [
             "scheduler=maifs",

@@ -276,6 +276,7 @@ class MAIFSSchedulerConf:
         grow_at_request: A growth gives the job at least its requested CPU and memory per GPU.
         shrink_order: Which job above its request shrinks first while jobs wait: ``excess``
             (furthest above it) or ``restart_cost`` (whose restart idles the fewest GPU-seconds).
+        shrink_fastest: Only jobs on the first waiting job's fastest GPU type shrink for it.
         window_order: Override the agents' window order (``arrival``, ``attained`` or ``sjf``;
             null = the checkpoint's, ``arrival``).
     """
@@ -299,6 +300,7 @@ class MAIFSSchedulerConf:
     grow_factor: int = 2
     grow_at_request: bool = False
     shrink_order: str = "excess"
+    shrink_fastest: bool = False
     window_order: str | None = None
 
 

@@ -221,9 +221,12 @@ class CoreActorPolicy(BasePolicy):
       first waiting job requests, never going below its own request and keeping the fewest of
       its nodes. The job is the one furthest above its request, or with
       ``shrink_order="restart_cost"`` the one whose restart idles the fewest GPU-seconds (a
-      250 s imagenet restart on 8 GPUs costs far more than a 15 s ncf one on 2). Then the actor
-      takes more decision steps, and so on, at most ``K`` times per round. So allocations
-      above the request shrink while jobs wait. The engine charges each change as a restart.
+      250 s imagenet restart on 8 GPUs costs far more than a 15 s ncf one on 2). With
+      ``shrink_fastest`` only jobs on the waiting job's fastest GPU type are candidates, and
+      none shrinks if there is none there: the actor seldom places a job on a much slower type,
+      so GPUs freed there stay idle while every shrink costs a restart. Then the actor takes
+      more decision steps, and so on, at most ``K`` times per round. So allocations above the
+      request shrink while jobs wait. The engine charges each change as a restart.
     * **Memory guard** (``keep_memory``, off by default): an actor's placement with less memory
       than the job requests is given the requested memory instead (same job, GPU and CPU
       levels) when that is legal on the node. Memory below the request never speeds a job up
@@ -260,6 +263,8 @@ class CoreActorPolicy(BasePolicy):
         shrink_order: Which job above its request shrinks first: ``"excess"`` (the one
             furthest above it) or ``"restart_cost"`` (the one whose restart idles the fewest
             GPU-seconds: restart delay times its GPUs; then the furthest above).
+        shrink_fastest: Only jobs running on the first waiting job's fastest allowed GPU type
+            (its isolated rate at the request there is the best) may shrink for it.
     """
 
     event_driven = True
@@ -283,6 +288,7 @@ class CoreActorPolicy(BasePolicy):
         grow_factor: int = 2,
         grow_at_request: bool = False,
         shrink_order: str = "excess",
+        shrink_fastest: bool = False,
     ) -> None:
         if settings.advance != "event":
             raise ValueError(
@@ -336,6 +342,7 @@ class CoreActorPolicy(BasePolicy):
                 f"shrink_order={shrink_order!r}; choose one of {', '.join(SHRINK_ORDERS)}"
             )
         self.shrink_order = shrink_order
+        self.shrink_fastest = bool(shrink_fastest)
         self.keep_memory = bool(keep_memory)
         self.counts = dict.fromkeys(COUNTERS, 0)
 
@@ -578,7 +585,8 @@ class CoreActorPolicy(BasePolicy):
     def _shrink_one(self, core: StateCore) -> bool:
         """While jobs wait, shrink a running job above its request (the one furthest above
         it, or with ``shrink_order="restart_cost"`` the one whose restart idles the fewest
-        GPU-seconds) by the first waiting job's request, not below its own (class doc); return
+        GPU-seconds; with ``shrink_fastest`` only one on the first waiting job's fastest GPU
+        type) by the first waiting job's request, not below its own (class doc); return
         whether one was shrunk."""
         wl = core.wl
         assert wl is not None
@@ -590,6 +598,15 @@ class CoreActorPolicy(BasePolicy):
         over = over[np.isin(over, cur.job[core.node_up[cur.node]])]
         if over.size == 0:
             return False
+        need_j = int(core.window[int(np.argmax(core.slot_ok))])  # the first waiting job
+        if self.shrink_fastest:  # only jobs on its fastest GPU type (one type per job)
+            assert core.jt is not None
+            node_of = np.zeros(wl.num_jobs, dtype=np.int64)
+            node_of[cur.job] = cur.node  # any of its nodes: a job runs on one GPU type
+            rel = core.jt.rel_tput[need_j, core.cluster.node_type[node_of[over]]]
+            over = over[rel >= 1.0 - 1e-9]
+            if over.size == 0:
+                return False
         excess = G[over] - wl.req_gpus[over]
         if self.shrink_order == "restart_cost":  # GPU-seconds its restart idles, then excess
             cost = core.tm.restart_delay_s[wl.model[over]] * G[over]
@@ -597,7 +614,7 @@ class CoreActorPolicy(BasePolicy):
         else:
             j = int(over[np.argmax(excess)])  # lowest index on ties
         ent = cur.select(cur.job == j)
-        need = int(wl.req_gpus[core.window[int(np.argmax(core.slot_ok))]])  # the first waiting job
+        need = int(wl.req_gpus[need_j])
         keep = max(int(wl.req_gpus[j]), int(G[j]) - need)
         out = fill_gang(ent.node, ent.gpus, keep)  # on the fewest of its nodes
         assert out is not None  # its nodes hold more than its request
@@ -970,6 +987,8 @@ class MAIFSPolicy(CoreActorPolicy):
             :class:`CoreActorPolicy`).
         shrink_order: Which job above its request shrinks first while jobs wait (see
             :class:`CoreActorPolicy`).
+        shrink_fastest: Only jobs on the first waiting job's fastest GPU type shrink (see
+            :class:`CoreActorPolicy`).
         window_order: Override the window order the agents see (``"arrival"``,
             ``"attained"`` or ``"sjf"``, shortest estimated run time first); None = the
             checkpoint's (``agent.env.window_order``, ``"arrival"`` for checkpoints saved
@@ -997,6 +1016,7 @@ class MAIFSPolicy(CoreActorPolicy):
         grow_factor: int = 2,
         grow_at_request: bool = False,
         shrink_order: str = "excess",
+        shrink_fastest: bool = False,
         window_order: str | None = None,
         net: tuple[Any, Any] | None = None,
     ) -> None:
@@ -1036,6 +1056,7 @@ class MAIFSPolicy(CoreActorPolicy):
             grow_factor=grow_factor,
             grow_at_request=grow_at_request,
             shrink_order=shrink_order,
+            shrink_fastest=shrink_fastest,
         )
 
     def reset(

@@ -777,3 +777,55 @@ def test_elastic_request_on_the_shipped_throughput_table() -> None:
     wl = make_workload([0.0], [1e6], [16], model=[m], elastic=([1], [16]))
     got = {g: int(elastic_request(wl, tm, cl, g)[0]) for g in (1.0, 1.5, 1.6, 2.0)}
     assert got == {1.0: 16, 1.5: 4, 1.6: 2, 2.0: 1}
+
+
+def _two_type_shrink_run(
+    fastest: bool, j1_rigid: bool
+) -> tuple[SimResult, dict[str, float], dict[float, list[int]]]:
+    """j0 (model b, 10 s restarts, T4 only, elastic 1..4 requesting 1) and j1 (model a, 300 s
+    restarts, elastic 1..4 requesting 1, or rigid at 4) fill a 4-GPU A100 node and a 4-GPU T4
+    node after j2 (1 GPU, short) ends; j3 (rigid, 2 GPUs, model a: twice as fast on an A100)
+    arrives at 3000 s."""
+    base = np.ones((2, len(GPU_TYPE_NAMES)))
+    base[:, GPU_TYPE_NAMES.index("a100")] = 2.0
+    tm = dataclasses.replace(make_tm(base, scaling=1.0), restart_delay_s=np.array([300.0, 10.0]))
+    cl = make_cluster(
+        [
+            {"gpu_type": "a100", "count": 1, "gpus": 4, "cpus": 64, "mem_gib": 256},
+            {"gpu_type": "t4", "count": 1, "gpus": 4, "cpus": 64, "mem_gib": 256},
+        ]
+    )
+    req = [1, 4 if j1_rigid else 1, 1, 2]
+    wl = _elastic_workload(req, [1, req[1], 1, 2], [4, 4, 1, 2], [1, 0, 0, 0])
+    wl.allowed_types[0] = np.array(GPU_TYPE_NAMES) == "t4"
+    wl.arrival[3] = 3000.0
+    wl.work[:] = [72000.0, 72000.0, 600.0, 3600.0]
+    decisions: dict[float, list[int]] = {}
+    rules = {"grow_gain": 0.1, "grow_factor": 4, "shrink_order": "restart_cost"}
+    res, stats = _run_first_fit(cl, wl, tm, decisions, shrink_fastest=fastest, **rules)
+    before = max(t for t in decisions if t < 3000.0)
+    assert decisions[before] == [4, 4, 0, 0]
+    return res, stats, decisions
+
+
+@pytest.mark.parametrize(("fastest", "expected"), [(False, [2, 4]), (True, [4, 2])])
+def test_shrink_fastest_frees_the_waiting_jobs_fastest_type(
+    fastest: bool, expected: list[int]
+) -> None:
+    # By restart cost j0 (on the T4s) shrinks and j3 runs on the T4 node; with shrink_fastest
+    # only a job on j3's fastest type may shrink, so j1 gives up 2 A100s and j3 runs there.
+    res, stats, decisions = _two_type_shrink_run(fastest, j1_rigid=False)
+    assert decisions[3000.0] == [*expected, 0, 2]
+    a100 = res.gpu_s_by_type[3, GPU_TYPE_NAMES.index("a100")] > 0
+    assert a100 == fastest and res.start_time[3] == 3000.0
+    assert stats["shrinks"] == 1 and np.isfinite(res.finish_time).all()
+
+
+def test_shrink_fastest_leaves_other_types_alone() -> None:
+    # j1 is rigid at 4 A100s: nothing on j3's fastest type is above its request, so nothing
+    # shrinks and j3 waits for the A100s (without the rule j0 would shrink for it).
+    res, stats, decisions = _two_type_shrink_run(True, j1_rigid=True)
+    assert decisions[3000.0] == [4, 4, 0, 0]
+    assert stats["shrinks"] == 0 and res.start_time[3] > 3000.0
+    _, stats_any, decisions_any = _two_type_shrink_run(False, j1_rigid=True)
+    assert decisions_any[3000.0] == [2, 4, 0, 2] and stats_any["shrinks"] == 1

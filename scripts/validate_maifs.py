@@ -38,7 +38,8 @@ Usage::
     python scripts/validate_maifs.py A.pt --starve-guard-s 21600 --migrate-gain 0.1 \
         --preempt-ratio 10 --preempt-wait-s 3600
     python scripts/validate_maifs.py A.pt --elastic-gain 2.0 --grow-gain 0.05 --grow-factor 8 \
-        --grow-at-request --keep-memory --only-elastic --elastic-files 5 6 7 \
+        --grow-at-request --shrink-order restart_cost --shrink-fastest --keep-memory \
+        --only-elastic --elastic-files 5 6 7 \
         --elastic-traces sia_helios sia_philly sia_newtrace pollux_philly --seeds 50
 """
 

@@ -222,8 +222,8 @@ class CoreActorPolicy(BasePolicy):
       its nodes. The job is the one furthest above its request, or with
       ``shrink_order="restart_cost"`` the one whose restart idles the fewest GPU-seconds (a
       250 s imagenet restart on 8 GPUs costs far more than a 15 s ncf one on 2). With
-      ``shrink_fastest`` only jobs on the waiting job's fastest GPU type are candidates, and
-      none shrinks if there is none there: the actor seldom places a job on a much slower type,
+      ``shrink_fastest`` only jobs on the waiting job's fastest GPU type (of those with enough
+      GPUs up to hold it) are candidates, and none shrinks if there is none there: the actor seldom places a job on a much slower type,
       so GPUs freed there stay idle while every shrink costs a restart. Then the actor takes
       more decision steps, and so on, at most ``K`` times per round. So allocations above the
       request shrink while jobs wait. The engine charges each change as a restart.
@@ -264,7 +264,8 @@ class CoreActorPolicy(BasePolicy):
             furthest above it) or ``"restart_cost"`` (the one whose restart idles the fewest
             GPU-seconds: restart delay times its GPUs; then the furthest above).
         shrink_fastest: Only jobs running on the first waiting job's fastest allowed GPU type
-            (its isolated rate at the request there is the best) may shrink for it.
+            (its isolated rate at the request there is the best, among the types with enough
+            GPUs up to hold the request) may shrink for it.
     """
 
     event_driven = True
@@ -599,12 +600,20 @@ class CoreActorPolicy(BasePolicy):
         if over.size == 0:
             return False
         need_j = int(core.window[int(np.argmax(core.slot_ok))])  # the first waiting job
+        need = int(wl.req_gpus[need_j])
         if self.shrink_fastest:  # only jobs on its fastest GPU type (one type per job)
             assert core.jt is not None
+            cl = core.cluster
+            # The fastest allowed type whose up GPUs could hold the waiting job at all.
+            up_gpus = np.bincount(cl.node_type, weights=cl.node_gpus * core.node_up)
+            rel = np.zeros(core.jt.rel_tput.shape[1])
+            big = up_gpus >= need
+            rel[: big.size] = np.where(big, core.jt.rel_tput[need_j, : big.size], 0.0)
+            if rel.max() <= 0:
+                return False
             node_of = np.zeros(wl.num_jobs, dtype=np.int64)
             node_of[cur.job] = cur.node  # any of its nodes: a job runs on one GPU type
-            rel = core.jt.rel_tput[need_j, core.cluster.node_type[node_of[over]]]
-            over = over[rel >= 1.0 - 1e-9]
+            over = over[rel[cl.node_type[node_of[over]]] >= rel.max() - 1e-9]
             if over.size == 0:
                 return False
         excess = G[over] - wl.req_gpus[over]
@@ -614,7 +623,6 @@ class CoreActorPolicy(BasePolicy):
         else:
             j = int(over[np.argmax(excess)])  # lowest index on ties
         ent = cur.select(cur.job == j)
-        need = int(wl.req_gpus[need_j])
         keep = max(int(wl.req_gpus[j]), int(G[j]) - need)
         out = fill_gang(ent.node, ent.gpus, keep)  # on the fewest of its nodes
         assert out is not None  # its nodes hold more than its request

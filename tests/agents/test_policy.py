@@ -829,3 +829,29 @@ def test_shrink_fastest_leaves_other_types_alone() -> None:
     assert stats["shrinks"] == 0 and res.start_time[3] > 3000.0
     _, stats_any, decisions_any = _two_type_shrink_run(False, j1_rigid=True)
     assert decisions_any[3000.0] == [2, 4, 0, 2] and stats_any["shrinks"] == 1
+
+
+def test_shrink_fastest_skips_a_type_too_small_for_the_waiting_job() -> None:
+    # j3 (4 GPUs, twice as fast on an A100) can never run on the cluster's only 2 A100s, so its
+    # fastest type that can hold it is the T4: the T4 job above its request (j0, grown to 8
+    # when j2 ends) shrinks for it, and j3 starts on the T4s at once.
+    base = np.ones((2, len(GPU_TYPE_NAMES)))
+    base[:, GPU_TYPE_NAMES.index("a100")] = 2.0
+    tm = make_tm(base, scaling=1.0)
+    cl = make_cluster(
+        [
+            {"gpu_type": "a100", "count": 1, "gpus": 2, "cpus": 64, "mem_gib": 256},
+            {"gpu_type": "t4", "count": 1, "gpus": 8, "cpus": 64, "mem_gib": 256},
+        ]
+    )
+    wl = _elastic_workload([1, 2, 1, 4], [1, 2, 1, 4], [8, 2, 1, 4], [1, 0, 0, 0])
+    wl.allowed_types[0] = np.array(GPU_TYPE_NAMES) == "t4"
+    wl.arrival[3] = 3000.0
+    wl.work[:] = [72000.0, 72000.0, 600.0, 3600.0]
+    decisions: dict[float, list[int]] = {}
+    rules = {"grow_gain": 0.1, "grow_factor": 8, "shrink_order": "restart_cost"}
+    res, stats = _run_first_fit(cl, wl, tm, decisions, shrink_fastest=True, **rules)
+    before = max(t for t in decisions if t < 3000.0)
+    assert decisions[before] == [8, 2, 0, 0]
+    assert decisions[3000.0] == [4, 2, 0, 4]
+    assert res.start_time[3] == 3000.0 and stats["shrinks"] == 1

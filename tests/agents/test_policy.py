@@ -779,6 +779,19 @@ def test_elastic_request_on_the_shipped_throughput_table() -> None:
     assert got == {1.0: 16, 1.5: 4, 1.6: 2, 2.0: 1}
 
 
+def _a100_and_t4(a100_gpus: int, t4_gpus: int) -> tuple[ThroughputModel, Cluster]:
+    """One A100 node and one T4 node; both models run twice as fast on an A100."""
+    base = np.ones((2, len(GPU_TYPE_NAMES)))
+    base[:, GPU_TYPE_NAMES.index("a100")] = 2.0
+    cl = make_cluster(
+        [
+            {"gpu_type": "a100", "count": 1, "gpus": a100_gpus, "cpus": 64, "mem_gib": 256},
+            {"gpu_type": "t4", "count": 1, "gpus": t4_gpus, "cpus": 64, "mem_gib": 256},
+        ]
+    )
+    return make_tm(base, scaling=1.0), cl
+
+
 def _two_type_shrink_run(
     fastest: bool, j1_rigid: bool
 ) -> tuple[SimResult, dict[str, float], dict[float, list[int]]]:
@@ -786,15 +799,8 @@ def _two_type_shrink_run(
     restarts, elastic 1..4 requesting 1, or rigid at 4) fill a 4-GPU A100 node and a 4-GPU T4
     node after j2 (1 GPU, short) ends; j3 (rigid, 2 GPUs, model a: twice as fast on an A100)
     arrives at 3000 s."""
-    base = np.ones((2, len(GPU_TYPE_NAMES)))
-    base[:, GPU_TYPE_NAMES.index("a100")] = 2.0
-    tm = dataclasses.replace(make_tm(base, scaling=1.0), restart_delay_s=np.array([300.0, 10.0]))
-    cl = make_cluster(
-        [
-            {"gpu_type": "a100", "count": 1, "gpus": 4, "cpus": 64, "mem_gib": 256},
-            {"gpu_type": "t4", "count": 1, "gpus": 4, "cpus": 64, "mem_gib": 256},
-        ]
-    )
+    tm, cl = _a100_and_t4(4, 4)
+    tm = dataclasses.replace(tm, restart_delay_s=np.array([300.0, 10.0]))
     req = [1, 4 if j1_rigid else 1, 1, 2]
     wl = _elastic_workload(req, [1, req[1], 1, 2], [4, 4, 1, 2], [1, 0, 0, 0])
     wl.allowed_types[0] = np.array(GPU_TYPE_NAMES) == "t4"
@@ -835,15 +841,7 @@ def test_shrink_fastest_skips_a_type_too_small_for_the_waiting_job() -> None:
     # j3 (4 GPUs, twice as fast on an A100) can never run on the cluster's only 2 A100s, so its
     # fastest type that can hold it is the T4: the T4 job above its request (j0, grown to 8
     # when j2 ends) shrinks for it, and j3 starts on the T4s at once.
-    base = np.ones((2, len(GPU_TYPE_NAMES)))
-    base[:, GPU_TYPE_NAMES.index("a100")] = 2.0
-    tm = make_tm(base, scaling=1.0)
-    cl = make_cluster(
-        [
-            {"gpu_type": "a100", "count": 1, "gpus": 2, "cpus": 64, "mem_gib": 256},
-            {"gpu_type": "t4", "count": 1, "gpus": 8, "cpus": 64, "mem_gib": 256},
-        ]
-    )
+    tm, cl = _a100_and_t4(2, 8)
     wl = _elastic_workload([1, 2, 1, 4], [1, 2, 1, 4], [8, 2, 1, 4], [1, 0, 0, 0])
     wl.allowed_types[0] = np.array(GPU_TYPE_NAMES) == "t4"
     wl.arrival[3] = 3000.0

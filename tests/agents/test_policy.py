@@ -779,36 +779,48 @@ def test_elastic_request_on_the_shipped_throughput_table() -> None:
     assert got == {1.0: 16, 1.5: 4, 1.6: 2, 2.0: 1}
 
 
-def _a100_and_t4(a100_gpus: int, t4_gpus: int) -> tuple[ThroughputModel, Cluster]:
-    """One A100 node and one T4 node; both models run twice as fast on an A100."""
+def _shrink_scenario(
+    a100_gpus: int,
+    t4_gpus: int,
+    jobs: tuple[list[int], list[int], list[int]],
+    fastest: bool,
+    restart_s: tuple[float, float] = (30.0, 30.0),
+) -> tuple[SimResult, dict[str, float], dict[float, list[int]]]:
+    """First-fit with growth (up to 8x) and the restart-cost shrink on one A100 node and one T4
+    node (both models twice as fast on an A100).
+
+    ``jobs`` gives (request, min, max) GPUs of j0 (model b, T4 only, long), j1 (model a, long),
+    j2 (short filler: when it ends the elastic jobs grow) and j3 (model a, arrives at 3000 s).
+    Returns the result, the rule counters and each decision's GPUs per job.
+    """
     base = np.ones((2, len(GPU_TYPE_NAMES)))
     base[:, GPU_TYPE_NAMES.index("a100")] = 2.0
+    tm = dataclasses.replace(make_tm(base, scaling=1.0), restart_delay_s=np.array(restart_s))
     cl = make_cluster(
         [
             {"gpu_type": "a100", "count": 1, "gpus": a100_gpus, "cpus": 64, "mem_gib": 256},
             {"gpu_type": "t4", "count": 1, "gpus": t4_gpus, "cpus": 64, "mem_gib": 256},
         ]
     )
-    return make_tm(base, scaling=1.0), cl
+    wl = _elastic_workload(*jobs, [1, 0, 0, 0])
+    wl.allowed_types[0] = np.array(GPU_TYPE_NAMES) == "t4"
+    wl.arrival[3] = 3000.0
+    wl.work[:] = [72000.0, 72000.0, 600.0, 3600.0]
+    decisions: dict[float, list[int]] = {}
+    rules = {"grow_gain": 0.1, "grow_factor": 8, "shrink_order": "restart_cost"}
+    res, stats = _run_first_fit(cl, wl, tm, decisions, shrink_fastest=fastest, **rules)
+    return res, stats, decisions
 
 
 def _two_type_shrink_run(
     fastest: bool, j1_rigid: bool
 ) -> tuple[SimResult, dict[str, float], dict[float, list[int]]]:
-    """j0 (model b, 10 s restarts, T4 only, elastic 1..4 requesting 1) and j1 (model a, 300 s
-    restarts, elastic 1..4 requesting 1, or rigid at 4) fill a 4-GPU A100 node and a 4-GPU T4
-    node after j2 (1 GPU, short) ends; j3 (rigid, 2 GPUs, model a: twice as fast on an A100)
-    arrives at 3000 s."""
-    tm, cl = _a100_and_t4(4, 4)
-    tm = dataclasses.replace(tm, restart_delay_s=np.array([300.0, 10.0]))
+    """j0 (10 s restarts, elastic 1..4 requesting 1) and j1 (300 s restarts, elastic 1..4
+    requesting 1, or rigid at 4) fill a 4-GPU A100 node and a 4-GPU T4 node after j2 ends; j3
+    (rigid, 2 GPUs) then arrives to a full cluster."""
     req = [1, 4 if j1_rigid else 1, 1, 2]
-    wl = _elastic_workload(req, [1, req[1], 1, 2], [4, 4, 1, 2], [1, 0, 0, 0])
-    wl.allowed_types[0] = np.array(GPU_TYPE_NAMES) == "t4"
-    wl.arrival[3] = 3000.0
-    wl.work[:] = [72000.0, 72000.0, 600.0, 3600.0]
-    decisions: dict[float, list[int]] = {}
-    rules = {"grow_gain": 0.1, "grow_factor": 4, "shrink_order": "restart_cost"}
-    res, stats = _run_first_fit(cl, wl, tm, decisions, shrink_fastest=fastest, **rules)
+    jobs = (req, [1, req[1], 1, 2], [4, 4, 1, 2])
+    res, stats, decisions = _shrink_scenario(4, 4, jobs, fastest, restart_s=(300.0, 10.0))
     before = max(t for t in decisions if t < 3000.0)
     assert decisions[before] == [4, 4, 0, 0]
     return res, stats, decisions
@@ -841,14 +853,8 @@ def test_shrink_fastest_skips_a_type_too_small_for_the_waiting_job() -> None:
     # j3 (4 GPUs, twice as fast on an A100) can never run on the cluster's only 2 A100s, so its
     # fastest type that can hold it is the T4: the T4 job above its request (j0, grown to 8
     # when j2 ends) shrinks for it, and j3 starts on the T4s at once.
-    tm, cl = _a100_and_t4(2, 8)
-    wl = _elastic_workload([1, 2, 1, 4], [1, 2, 1, 4], [8, 2, 1, 4], [1, 0, 0, 0])
-    wl.allowed_types[0] = np.array(GPU_TYPE_NAMES) == "t4"
-    wl.arrival[3] = 3000.0
-    wl.work[:] = [72000.0, 72000.0, 600.0, 3600.0]
-    decisions: dict[float, list[int]] = {}
-    rules = {"grow_gain": 0.1, "grow_factor": 8, "shrink_order": "restart_cost"}
-    res, stats = _run_first_fit(cl, wl, tm, decisions, shrink_fastest=True, **rules)
+    jobs = ([1, 2, 1, 4], [1, 2, 1, 4], [8, 2, 1, 4])
+    res, stats, decisions = _shrink_scenario(2, 8, jobs, fastest=True)
     before = max(t for t in decisions if t < 3000.0)
     assert decisions[before] == [8, 2, 0, 0]
     assert decisions[3000.0] == [4, 2, 0, 4]

@@ -223,10 +223,11 @@ class CoreActorPolicy(BasePolicy):
       ``shrink_order="restart_cost"`` the one whose restart idles the fewest GPU-seconds (a
       250 s imagenet restart on 8 GPUs costs far more than a 15 s ncf one on 2). With
       ``shrink_fastest`` only jobs on the waiting job's fastest GPU type (of those with enough
-      GPUs up to hold it) are candidates, and none shrinks if there is none there: the actor seldom places a job on a much slower type,
-      so GPUs freed there stay idle while every shrink costs a restart. Then the actor takes
-      more decision steps, and so on, at most ``K`` times per round. So allocations above the
-      request shrink while jobs wait. The engine charges each change as a restart.
+      GPUs up to hold it) are candidates, and none shrinks if there is none there: the actor
+      seldom places a job on a much slower type, so GPUs freed there stay idle while every
+      shrink costs a restart. Then the actor takes more decision steps, and so on, at most
+      ``K`` times per round. So allocations above the request shrink while jobs wait. The
+      engine charges each change as a restart.
     * **Memory guard** (``keep_memory``, off by default): an actor's placement with less memory
       than the job requests is given the requested memory instead (same job, GPU and CPU
       levels) when that is legal on the node. Memory below the request never speeds a job up
@@ -605,10 +606,11 @@ class CoreActorPolicy(BasePolicy):
             assert core.jt is not None
             cl = core.cluster
             # The fastest allowed type whose up GPUs could hold the waiting job at all.
-            up_gpus = np.bincount(cl.node_type, weights=cl.node_gpus * core.node_up)
-            rel = np.zeros(core.jt.rel_tput.shape[1])
-            big = up_gpus >= need
-            rel[: big.size] = np.where(big, core.jt.rel_tput[need_j, : big.size], 0.0)
+            rel = core.jt.rel_tput[need_j]
+            up_gpus = np.bincount(
+                cl.node_type, weights=cl.node_gpus * core.node_up, minlength=rel.shape[0]
+            )
+            rel = np.where(up_gpus >= need, rel, 0.0)
             if rel.max() <= 0:
                 return False
             node_of = np.zeros(wl.num_jobs, dtype=np.int64)

@@ -10,6 +10,9 @@ drawn vectorised from the masks) and reports
   ``advances_per_step``;
 * ``central_steps_per_s``: the same for the single-agent ``hetsched/ClusterCentral-v0``.
 
+``kernels`` says whether the env's compiled kernels (:mod:`hetsched.envs.kernels`, numba) or the
+numpy reference path ran; ``--numpy`` forces the numpy path (``HETSCHED_NUMBA=0``).
+
 ``*_per_cpu_s`` figures divide by this process's CPU time instead of wall time (robust to other
 load on a shared machine); episode resets (which draw a new workload) are not counted as steps.
 
@@ -24,7 +27,7 @@ another one counts in both, and time spent inside episode resets is left out.
 Usage::
 
     python scripts/bench_env.py [--clusters sia_64 large_2048] [--steps 3000] [--jobs 400]
-                                [--out bench_env.json] [--breakdown]
+                                [--out bench_env.json] [--breakdown] [--numpy]
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from hetsched.envs import ClusterCentralEnv, ClusterParallelEnv
+from hetsched.envs import ClusterCentralEnv, ClusterParallelEnv, kernels
 from hetsched.envs.presets import CONF_DIR
 from hetsched.envs.testing import masked_random_actions, synthetic_workload
 
@@ -218,8 +221,18 @@ def main() -> None:
     ap.add_argument(
         "--breakdown", action="store_true", help="also time the main functions of a step"
     )
+    ap.add_argument(
+        "--numpy", action="store_true", help="use the numpy path, not the compiled kernels"
+    )
     args = ap.parse_args()
-    out: dict[str, Any] = {"load_avg_1m": os.getloadavg()[0], "cpus": os.cpu_count()}
+    if args.numpy:
+        os.environ[kernels.ENV_VAR] = "0"
+    nb = kernels.numba_module()
+    out: dict[str, Any] = {
+        "load_avg_1m": os.getloadavg()[0],
+        "cpus": os.cpu_count(),
+        "kernels": "numpy" if nb is None else f"numba {nb.__version__}",
+    }
     for cl in args.clusters:
         out[f"parallel_{cl}"] = bench_parallel(cl, args.steps, args.jobs)
         out[f"central_{cl}"] = bench_central(cl, args.steps, args.jobs)

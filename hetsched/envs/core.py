@@ -42,10 +42,12 @@ the time between a job's arrival and its admission at the next round boundary), 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from hetsched.envs import kernels
 from hetsched.envs.features import NUM_TYPES, FeatureBuilder, JobTable, MaskArrays, build_job_table
 from hetsched.envs.presets import WorkloadFactory, make_workload
 from hetsched.envs.spaces import ActionCodec, EnvSettings
@@ -164,6 +166,7 @@ class EnvCore:
             settings.max_decisions_per_round,
         )
         self.layout = self.features.layout
+        self._resident_kernel: Any | None = kernels.get("resident")
         self.codec = ActionCodec(settings.window, settings.levels)
         self.node_up = np.ones(self.N, dtype=bool)
         self.sim: _EnvSimulator | None = None
@@ -717,7 +720,15 @@ class EnvCore:
         assert sim is not None and wl is not None
         a = self.round_allocation()
         out = np.zeros((self.N, self.cfg.resident_slots, self.layout.res_dim))
-        if a.size:
+        kernel = self._resident_kernel
+        if a.size and kernel is not None:  # the same numbers, compiled (hetsched.envs.kernels)
+            f = self.features
+            kernel(
+                a.job, a.node, a.gpus, a.cpus, a.mem, self._cur.size, wl.model, wl.cpu_per_gpu,
+                wl.mem_per_gpu, wl.work, sim.remaining, sim.attained_gpu_s, f.node_gpus,
+                f.node_cpus, f.node_mem, out,
+            )  # fmt: skip
+        elif a.size:
             order = np.argsort(a.node, kind="stable")
             ns = a.node[order]
             rank = np.arange(ns.shape[0]) - np.searchsorted(ns, ns, side="left")

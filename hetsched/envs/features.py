@@ -37,10 +37,12 @@ the node-independent part (``8 + M + L_c + L_m``) plus relative throughput per c
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from hetsched.envs import kernels
 from hetsched.envs.spaces import LevelSets
 from hetsched.sim.catalog import GPU_TYPE_NAMES
 from hetsched.sim.cluster import Cluster
@@ -401,6 +403,8 @@ class FeatureBuilder:
         self.type_starts = np.flatnonzero(np.r_[True, st[1:] != st[:-1]])
         self.present_types = st[self.type_starts]
         self.node_group = np.searchsorted(self.present_types, cluster.node_type)
+        #: Compiled mask kernel (:mod:`hetsched.envs.kernels`), None for the numpy path.
+        self.mask_kernel: Any | None = kernels.get("mask")
 
     def per_type_sum(self, x: NDArray[np.floating]) -> NDArray[np.float64]:
         """Sum over the nodes of each present GPU type, shape (P, ...) for ``x`` (N, ...)."""
@@ -549,9 +553,12 @@ class FeatureBuilder:
         """
         N = free_g.shape[0]
         K = window.shape[0]
+        if self.mask_kernel is not None:  # the same numbers, compiled (hetsched.envs.kernels)
+            return self._masks_compiled(jt, wl, window, slot_ok, free_g, free_c, free_m, node_up)
         st = self._window_static(jt, wl, window, slot_ok, node_up)
         cpg, mpg, G, t_single, t_gang = st.cpg, st.mpg, st.G, st.single, st.gang
         Lc, Lm, A1 = cpg.shape[2], mpg.shape[2], G.shape[1]
+        shape5 = (N, K, A1 // (Lc * Lm), Lc, Lm)
         # Capacities are finite and >= 0, so multiplying by a 0/1 factor zeroes exactly.
         cap_c = np.floor(free_c[:, None, None] / cpg + EPS)
         np.minimum(cap_c, free_g[:, None, None], out=cap_c)
@@ -576,7 +583,6 @@ class FeatureBuilder:
         mask[:, 1:] = legal.reshape(N, -1)
         legal = legal.reshape(N, K, A1)
         single = single.reshape(N, K, A1)
-        shape5 = (N, K, Lg, Lc, Lm)
         return MaskArrays(
             mask=mask,
             legal=legal.reshape(shape5),
@@ -586,6 +592,48 @@ class FeatureBuilder:
             mem_ok=st.mem_ok,
             fits_any=np.logical_or.reduce(legal, axis=2),
             fits_one=single[:, :, self.one_flat],
+        )
+
+    def _masks_compiled(
+        self,
+        jt: JobTable,
+        wl: Workload,
+        window: NDArray[np.int64],
+        slot_ok: NDArray[np.bool_],
+        free_g: NDArray[np.int64],
+        free_c: NDArray[np.float64],
+        free_m: NDArray[np.float64],
+        node_up: NDArray[np.bool_],
+    ) -> MaskArrays:
+        """:meth:`masks` through the compiled kernel (identical arrays)."""
+        N, K = free_g.shape[0], window.shape[0]
+        w = np.where(slot_ok, window, 0)  # empty slots read job 0, then are masked out
+        pj = self._per_job_static(jt, wl)
+        if pj is None:  # the window's parts directly, read in slot order
+            pj, w = self._job_static(jt, wl, w), np.arange(K)
+        Lc, Lm, A1 = self.lc.size, self.lm.size, self.lg_of.size
+        mask = np.empty((N, 1 + K * A1), dtype=np.int8)
+        legal = np.empty((N, K, A1), dtype=bool)
+        single = np.empty((N, K, A1), dtype=bool)
+        fits_any = np.empty((N, K), dtype=bool)
+        fits_one = np.empty((N, K), dtype=bool)
+        cpg, mpg = np.empty((N, K, Lc)), np.empty((N, K, Lm))
+        mem_ok = np.empty((N, K, Lm), dtype=bool)
+        self.mask_kernel(
+            pj.f, pj.b, pj.g, w, slot_ok, node_up, free_g, free_c, free_m, self.node_group,
+            self.present_types.size, self.one_flat, mask, legal, single, fits_any, fits_one,
+            cpg, mpg, mem_ok,
+        )  # fmt: skip
+        shape5 = (N, K, A1 // (Lc * Lm), Lc, Lm)
+        return MaskArrays(
+            mask=mask,
+            legal=legal.reshape(shape5),
+            single=single.reshape(shape5),
+            cpu_per_gpu=cpg,
+            mem_per_gpu=mpg,
+            mem_ok=mem_ok,
+            fits_any=fits_any,
+            fits_one=fits_one,
         )
 
     # ------------------------------------------------------------------ observations

@@ -19,6 +19,7 @@ def test_bench_env_reports_speed_and_breakdown(tmp_path: Path) -> None:
     par, bd = res["parallel_sia_64"], res["breakdown_sia_64"]
     assert par["steps"] == 40 and par["ma_steps_per_s"] > 0 and 0 < par["sim_share"] < 1
     assert res["central_sia_64"]["central_steps_per_s"] > 0
+    assert res["kernels"].startswith(("numba ", "numpy"))
     # Every step is timed once; the parts it calls take less time than the step itself.
     assert bd["ClusterParallelEnv.step_calls"] == 1.0
     step_us = bd["ClusterParallelEnv.step_us"]
@@ -55,3 +56,12 @@ def test_breakdown_leaves_episode_resets_out(tmp_path: Path) -> None:
     assert res["parallel_sia_64"]["episodes_finished"] >= 5
     bd = res["breakdown_sia_64"]
     assert bd["EnvCore._start_round_calls"] == bd["Simulator.advance_calls"] > 0
+
+
+def test_numpy_flag_selects_the_reference_path(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    cmd = [sys.executable, "scripts/bench_env.py", "--clusters", "sia_64", "--steps", "20"]
+    cmd += ["--jobs", "20", "--numpy", "--out", str(out)]
+    subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, text=True, timeout=300)
+    res = json.loads(out.read_text())
+    assert res["kernels"] == "numpy" and res["parallel_sia_64"]["steps"] == 20

@@ -1,0 +1,212 @@
+"""Compiled kernels for the env's hot path (optional: used when numba is installed).
+
+The vectorised numpy methods of :class:`~hetsched.envs.features.FeatureBuilder` and
+:class:`~hetsched.envs.core.EnvCore` are the reference: they are what the docstrings specify
+and what runs without numba. A step of the multi-agent env on a small cluster is a few hundred
+numpy calls on arrays of a few thousand elements, so most of its time is per-call overhead; the
+kernels here fuse the costliest of those methods into one compiled loop each:
+
+* ``mask`` = :meth:`FeatureBuilder.masks` with the window gather of ``_window_static``;
+* ``resident`` = :meth:`EnvCore._resident` (slot layout plus
+  :meth:`FeatureBuilder.entry_features`).
+
+Each kernel performs the same IEEE operations in the same order as its reference, so the
+outputs are identical bit for bit (``tests/envs/test_kernels.py`` checks this on random and on
+rolled-out states; an env episode gives the same observations, masks and metrics either way).
+
+numba ships in the ``rl`` extra. ``HETSCHED_NUMBA=0`` in the environment selects the numpy path
+(for debugging, or where numba cannot be installed); so does a missing or broken numba. The
+kernels are compiled on first use and cached on disk (numba's ``cache=True``), so only the
+first process pays the compile time (a few seconds).
+"""
+
+from __future__ import annotations
+
+import os
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+#: Set to "0" to use the numpy reference path even when numba is installed.
+ENV_VAR = "HETSCHED_NUMBA"
+EPS = 1e-9  # the same constant as hetsched.envs.features.EPS
+HOUR = 3600.0
+
+_loaded: tuple[ModuleType | None] | None = None
+
+
+def numba_module() -> ModuleType | None:
+    """The numba module, or None when it is disabled by :data:`ENV_VAR` or not importable."""
+    global _loaded
+    if os.environ.get(ENV_VAR, "1").strip() == "0":
+        return None
+    if _loaded is None:
+        try:
+            import numba
+        except Exception:  # not installed, or incompatible with this numpy: numpy path
+            _loaded = (None,)
+        else:
+            _loaded = (numba,)
+    return _loaded[0]
+
+
+_compiled: dict[str, Any] = {}
+
+
+def get(name: str) -> Any | None:
+    """The compiled kernel ``name`` (``"mask"`` or ``"resident"``), or None without numba."""
+    nb = numba_module()
+    if nb is None:
+        return None
+    fn = _compiled.get(name)
+    if fn is None:
+        py = {"mask": _mask_py, "resident": _resident_py}[name]
+        fn = nb.njit(cache=True, error_model="numpy", nogil=True)(py)
+        _compiled[name] = fn
+    return fn
+
+
+def _mask_py(
+    f: Any,
+    b: Any,
+    g: Any,
+    w: Any,
+    slot_ok: Any,
+    node_up: Any,
+    free_g: Any,
+    free_c: Any,
+    free_m: Any,
+    group: Any,
+    num_groups: int,
+    one_flat: int,
+    mask: Any,
+    legal: Any,
+    single: Any,
+    fits_any: Any,
+    fits_one: Any,
+    cpg: Any,
+    mpg: Any,
+    mem_ok: Any,
+) -> None:
+    """Fill the masks of :meth:`FeatureBuilder.masks`, gathering the window's static parts.
+
+    Args:
+        f, b, g: Static per-job parts (``_PerJobStatic.f``, ``.b``, ``.g``) of B jobs, shapes
+            (N, B, L_c + L_m), (N, B, L_m + 1 + 2 A1), (B, A1), ``A1 = L_g L_c L_m``.
+        w: The column of each window slot in those tables, shape (K,) (any valid column on
+            empty slots).
+        slot_ok: Slot holds a job, shape (K,). node_up: node is up, shape (N,).
+        free_g, free_c, free_m: Free GPUs (int), CPU cores and GiB per node, shape (N,).
+        group: Present-type group of each node, shape (N,); ``num_groups`` groups.
+        one_flat: The flat level index of the 1x levels.
+        mask: Out, int8 (N, 1 + K A1). legal, single: out, bool (N, K, A1). fits_any,
+            fits_one: out, bool (N, K). cpg: out, CPU cores per GPU (N, K, L_c); mpg: out, GiB
+            per GPU (N, K, L_m); mem_ok: out, bool (N, K, L_m).
+    """
+    N, K, Lc = cpg.shape
+    Lm = mpg.shape[2]
+    A1 = g.shape[1]
+    LcLm = Lc * Lm
+    s0 = Lm + 1  # start of the packed-throughput flags in b, then the spread ones
+    cap = np.empty((N, K, LcLm))  # GPUs that fit at each (CPU, memory) level pair
+    type_cap = np.zeros((num_groups, K, LcLm))
+    for n in range(N):
+        fg = float(free_g[n])
+        p = group[n]
+        for k in range(K):
+            j = w[k]
+            ok = 1.0 if (b[n, j, Lm] and slot_ok[k] and node_up[n]) else 0.0
+            for m in range(Lm):
+                mpg[n, k, m] = f[n, j, Lc + m]
+                mem_ok[n, k, m] = b[n, j, m]
+            for c in range(Lc):
+                cpg[n, k, c] = f[n, j, c]
+                cc = np.floor(free_c[n] / f[n, j, c] + EPS)
+                if fg < cc:  # np.minimum(cap_c, free_g)
+                    cc = fg
+                cc = cc * ok
+                for m in range(Lm):
+                    mo = 1.0 if b[n, j, m] else 0.0
+                    cm = np.floor(free_m[n] / f[n, j, Lc + m] + EPS) * mo
+                    v = cm if cm < cc else cc  # np.minimum (no NaN: amounts are > 0)
+                    cap[n, k, c * Lm + m] = v
+                    type_cap[p, k, c * Lm + m] += v  # integer-valued: any order is exact
+    for n in range(N):
+        mask[n, 0] = 1
+        p = group[n]
+        for k in range(K):
+            j = w[k]
+            sk = slot_ok[k]
+            any_legal = False
+            base = 1 + k * A1
+            for a in range(A1):
+                i = a % LcLm
+                need = g[j, a]
+                v = cap[n, k, i]
+                fit = v >= need
+                one = fit and sk and b[n, j, s0 + a]
+                spread = (
+                    (not fit)
+                    and type_cap[p, k, i] >= need
+                    and v >= 1.0
+                    and sk
+                    and b[n, j, s0 + A1 + a]
+                )
+                ok1 = one or spread
+                legal[n, k, a] = ok1
+                single[n, k, a] = one
+                mask[n, base + a] = 1 if ok1 else 0
+                any_legal = any_legal or ok1
+            fits_any[n, k] = any_legal
+            fits_one[n, k] = single[n, k, one_flat]
+
+
+def _resident_py(
+    job: Any,
+    node: Any,
+    gpus: Any,
+    cpus: Any,
+    mem: Any,
+    n_old: int,
+    model: Any,
+    cpu_per_gpu: Any,
+    mem_per_gpu: Any,
+    work: Any,
+    remaining: Any,
+    attained: Any,
+    node_gpus: Any,
+    node_cpus: Any,
+    node_mem: Any,
+    out: Any,
+) -> None:
+    """Fill the resident slots of :meth:`EnvCore._resident` into ``out`` (zeros, (N, R, D_r)).
+
+    Entries keep their allocation order on each node; the first ``n_old`` entries ran before
+    this round. Features as :meth:`FeatureBuilder.entry_features`.
+    """
+    N, R, _ = out.shape
+    M = out.shape[2] - 9
+    used = np.zeros(N, dtype=np.int64)
+    for e in range(job.shape[0]):
+        n = node[e]
+        r = used[n]
+        used[n] = r + 1
+        if r >= R:
+            continue
+        j = job[e]
+        g = float(gpus[e])
+        o = out[n, r]
+        o[0] = 1.0
+        o[1 + model[j]] = 1.0
+        cr = cpus[e] / (g * cpu_per_gpu[j])
+        mr = mem[e] / (g * mem_per_gpu[j])
+        o[1 + M] = g / node_gpus[n]
+        o[2 + M] = cpus[e] / node_cpus[n]
+        o[3 + M] = mem[e] / node_mem[n]
+        o[4 + M] = cr / (1.0 + cr)
+        o[5 + M] = mr / (1.0 + mr)
+        o[6 + M] = remaining[j] / work[j]
+        a = attained[j]
+        o[7 + M] = a / (a + HOUR)
+        o[8 + M] = 1.0 if e >= n_old else 0.0

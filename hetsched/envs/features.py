@@ -1,6 +1,8 @@
 """Vectorised observation, state and action-mask building (no per-node or per-job Python loops).
 
-Everything here is computed for all N nodes and all K window slots at once with numpy. All
+Everything here is computed for all N nodes and all K window slots at once with numpy. These
+numpy methods are the reference; when numba is installed, :meth:`FeatureBuilder.masks` runs
+through a compiled kernel of :mod:`hetsched.envs.kernels` that gives identical arrays. All
 features are normalised to ``[0, 1]``; unbounded positive quantities use the squash
 ``x / (x + scale)``. Notation: ``T`` = 7 catalogue GPU types, ``M`` = models of the throughput
 table, ``R`` = resident slots, ``K`` = window size, ``L_g, L_c, L_m`` = level-set sizes.
@@ -553,78 +555,50 @@ class FeatureBuilder:
         """
         N = free_g.shape[0]
         K = window.shape[0]
-        if self.mask_kernel is not None:  # the same numbers, compiled (hetsched.envs.kernels)
-            return self._masks_compiled(jt, wl, window, slot_ok, free_g, free_c, free_m, node_up)
-        st = self._window_static(jt, wl, window, slot_ok, node_up)
-        cpg, mpg, G, t_single, t_gang = st.cpg, st.mpg, st.G, st.single, st.gang
-        Lc, Lm, A1 = cpg.shape[2], mpg.shape[2], G.shape[1]
-        shape5 = (N, K, A1 // (Lc * Lm), Lc, Lm)
-        # Capacities are finite and >= 0, so multiplying by a 0/1 factor zeroes exactly.
-        cap_c = np.floor(free_c[:, None, None] / cpg + EPS)
-        np.minimum(cap_c, free_g[:, None, None], out=cap_c)
-        cap_c *= st.okf
-        cap_m = np.floor(free_m[:, None, None] / mpg + EPS)
-        cap_m *= st.mem_okf
-        # GPUs that fit at each (CPU, memory) level pair, then repeated over the GPU levels so
-        # that every array below is (N, K, A1) in the codec's action order.
-        Lg, LcLm = A1 // (Lc * Lm), Lc * Lm
-        # Capacity per (CPU, memory) level pair, compared by broadcasting with the GPU count per
-        # GPU level (G is constant over the CPU and memory levels): shape (N, K, Lg, Lc * Lm).
-        cap2 = np.minimum(cap_c[:, :, :, None], cap_m[:, :, None, :]).reshape(N, K, 1, LcLm)
-        G4 = G.reshape(K, Lg, LcLm)[:, :, :1]
-        ts4 = t_single.reshape(N, K, Lg, LcLm)
-        fits = cap2 >= G4
-        single = fits & ts4
-        type_fits = (self.per_type_sum(cap2) >= G4)[self.node_group]  # the node's type has room
-        gang_ok = type_fits & (cap2 >= 1.0) & t_gang.reshape(N, K, Lg, LcLm)
-        legal = np.where(fits, ts4, gang_ok)
-        mask = np.empty((N, 1 + K * A1), dtype=np.int8)
-        mask[:, 0] = 1
-        mask[:, 1:] = legal.reshape(N, -1)
-        legal = legal.reshape(N, K, A1)
-        single = single.reshape(N, K, A1)
-        return MaskArrays(
-            mask=mask,
-            legal=legal.reshape(shape5),
-            single=single.reshape(shape5),
-            cpu_per_gpu=cpg,
-            mem_per_gpu=mpg,
-            mem_ok=st.mem_ok,
-            fits_any=np.logical_or.reduce(legal, axis=2),
-            fits_one=single[:, :, self.one_flat],
-        )
-
-    def _masks_compiled(
-        self,
-        jt: JobTable,
-        wl: Workload,
-        window: NDArray[np.int64],
-        slot_ok: NDArray[np.bool_],
-        free_g: NDArray[np.int64],
-        free_c: NDArray[np.float64],
-        free_m: NDArray[np.float64],
-        node_up: NDArray[np.bool_],
-    ) -> MaskArrays:
-        """:meth:`masks` through the compiled kernel (identical arrays)."""
-        N, K = free_g.shape[0], window.shape[0]
-        w = np.where(slot_ok, window, 0)  # empty slots read job 0, then are masked out
-        pj = self._per_job_static(jt, wl)
-        if pj is None:  # the window's parts directly, read in slot order
-            pj, w = self._job_static(jt, wl, w), np.arange(K)
         Lc, Lm, A1 = self.lc.size, self.lm.size, self.lg_of.size
-        mask = np.empty((N, 1 + K * A1), dtype=np.int8)
-        legal = np.empty((N, K, A1), dtype=bool)
-        single = np.empty((N, K, A1), dtype=bool)
-        fits_any = np.empty((N, K), dtype=bool)
-        fits_one = np.empty((N, K), dtype=bool)
-        cpg, mpg = np.empty((N, K, Lc)), np.empty((N, K, Lm))
-        mem_ok = np.empty((N, K, Lm), dtype=bool)
-        self.mask_kernel(
-            pj.f, pj.b, pj.g, w, slot_ok, node_up, free_g, free_c, free_m, self.node_group,
-            self.present_types.size, self.one_flat, mask, legal, single, fits_any, fits_one,
-            cpg, mpg, mem_ok,
-        )  # fmt: skip
-        shape5 = (N, K, A1 // (Lc * Lm), Lc, Lm)
+        Lg, LcLm = A1 // (Lc * Lm), Lc * Lm
+        if self.mask_kernel is not None:  # the same numbers, compiled (hetsched.envs.kernels)
+            w = np.where(slot_ok, window, 0)  # empty slots read job 0, then are masked out
+            pj = self._per_job_static(jt, wl)
+            if pj is None:  # the window's parts directly, read in slot order
+                pj, w = self._job_static(jt, wl, w), np.arange(K)
+            mask = np.empty((N, 1 + K * A1), dtype=np.int8)
+            legal = np.empty((N, K, A1), dtype=bool)
+            single = np.empty((N, K, A1), dtype=bool)
+            fits_any = np.empty((N, K), dtype=bool)
+            cpg, mpg = np.empty((N, K, Lc)), np.empty((N, K, Lm))
+            mem_ok = np.empty((N, K, Lm), dtype=bool)
+            self.mask_kernel(
+                pj.f, pj.b, pj.g, w, slot_ok, node_up, free_g, free_c, free_m, self.node_group,
+                self.present_types.size, mask, legal, single, fits_any, cpg, mpg, mem_ok,
+            )  # fmt: skip
+        else:
+            st = self._window_static(jt, wl, window, slot_ok, node_up)
+            cpg, mpg, mem_ok, G = st.cpg, st.mpg, st.mem_ok, st.G
+            # Capacities are finite and >= 0, so multiplying by a 0/1 factor zeroes exactly.
+            cap_c = np.floor(free_c[:, None, None] / cpg + EPS)
+            np.minimum(cap_c, free_g[:, None, None], out=cap_c)
+            cap_c *= st.okf
+            cap_m = np.floor(free_m[:, None, None] / mpg + EPS)
+            cap_m *= st.mem_okf
+            # GPUs that fit at each (CPU, memory) level pair, compared by broadcasting with the
+            # GPU count per GPU level (G is constant over the CPU and memory levels), so that
+            # every array below is (N, K, Lg, Lc * Lm), i.e. (N, K, A1) in the codec's order.
+            cap2 = np.minimum(cap_c[:, :, :, None], cap_m[:, :, None, :]).reshape(N, K, 1, LcLm)
+            G4 = G.reshape(K, Lg, LcLm)[:, :, :1]
+            ts4 = st.single.reshape(N, K, Lg, LcLm)
+            fits = cap2 >= G4
+            single = fits & ts4
+            type_fits = (self.per_type_sum(cap2) >= G4)[self.node_group]  # the type has room
+            gang_ok = type_fits & (cap2 >= 1.0) & st.gang.reshape(N, K, Lg, LcLm)
+            legal = np.where(fits, ts4, gang_ok)
+            mask = np.empty((N, 1 + K * A1), dtype=np.int8)
+            mask[:, 0] = 1
+            mask[:, 1:] = legal.reshape(N, -1)
+            legal = legal.reshape(N, K, A1)
+            single = single.reshape(N, K, A1)
+            fits_any = np.logical_or.reduce(legal, axis=2)
+        shape5 = (N, K, Lg, Lc, Lm)
         return MaskArrays(
             mask=mask,
             legal=legal.reshape(shape5),
@@ -633,7 +607,7 @@ class FeatureBuilder:
             mem_per_gpu=mpg,
             mem_ok=mem_ok,
             fits_any=fits_any,
-            fits_one=fits_one,
+            fits_one=single[:, :, self.one_flat],
         )
 
     # ------------------------------------------------------------------ observations

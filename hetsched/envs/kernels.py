@@ -79,12 +79,10 @@ def _mask_py(
     free_m: Any,
     group: Any,
     num_groups: int,
-    one_flat: int,
     mask: Any,
     legal: Any,
     single: Any,
     fits_any: Any,
-    fits_one: Any,
     cpg: Any,
     mpg: Any,
     mem_ok: Any,
@@ -99,9 +97,8 @@ def _mask_py(
         slot_ok: Slot holds a job, shape (K,). node_up: node is up, shape (N,).
         free_g, free_c, free_m: Free GPUs (int), CPU cores and GiB per node, shape (N,).
         group: Present-type group of each node, shape (N,); ``num_groups`` groups.
-        one_flat: The flat level index of the 1x levels.
-        mask: Out, int8 (N, 1 + K A1). legal, single: out, bool (N, K, A1). fits_any,
-            fits_one: out, bool (N, K). cpg: out, CPU cores per GPU (N, K, L_c); mpg: out, GiB
+        mask: Out, int8 (N, 1 + K A1). legal, single: out, bool (N, K, A1). fits_any: out,
+            bool (N, K). cpg: out, CPU cores per GPU (N, K, L_c); mpg: out, GiB
             per GPU (N, K, L_m); mem_ok: out, bool (N, K, L_m).
     """
     N, K, Lc = cpg.shape
@@ -159,7 +156,6 @@ def _mask_py(
                 mask[n, base + a] = 1 if ok1 else 0
                 any_legal = any_legal or ok1
             fits_any[n, k] = any_legal
-            fits_one[n, k] = single[n, k, one_flat]
 
 
 def _resident_py(

@@ -6,16 +6,22 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_bench_env_reports_speed_and_breakdown(tmp_path: Path) -> None:
+def _bench(tmp_path: Path, *args: str) -> dict[str, Any]:
+    """Run ``scripts/bench_env.py --clusters sia_64 ARGS`` and return its JSON figures."""
     out = tmp_path / "bench.json"
-    cmd = [sys.executable, "scripts/bench_env.py", "--clusters", "sia_64", "--steps", "40"]
-    cmd += ["--jobs", "30", "--breakdown", "--out", str(out)]
+    cmd = [sys.executable, "scripts/bench_env.py", "--clusters", "sia_64", *args, "--out", str(out)]
     subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, text=True, timeout=300)
-    res = json.loads(out.read_text())
+    res: dict[str, Any] = json.loads(out.read_text())
+    return res
+
+
+def test_bench_env_reports_speed_and_breakdown(tmp_path: Path) -> None:
+    res = _bench(tmp_path, "--steps", "40", "--jobs", "30", "--breakdown")
     par, bd = res["parallel_sia_64"], res["breakdown_sia_64"]
     assert par["steps"] == 40 and par["ma_steps_per_s"] > 0 and 0 < par["sim_share"] < 1
     assert res["central_sia_64"]["central_steps_per_s"] > 0
@@ -48,20 +54,12 @@ def test_breakdown_leaves_episode_resets_out(tmp_path: Path) -> None:
     # Tiny episodes, so many resets: a reset starts a round without an engine advance, while
     # inside steps every round starts right after one. So the counts match only if the
     # breakdown leaves the resets out.
-    out = tmp_path / "bench.json"
-    cmd = [sys.executable, "scripts/bench_env.py", "--clusters", "sia_64", "--steps", "120"]
-    cmd += ["--jobs", "15", "--breakdown", "--out", str(out)]
-    subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, text=True, timeout=300)
-    res = json.loads(out.read_text())
+    res = _bench(tmp_path, "--steps", "120", "--jobs", "15", "--breakdown")
     assert res["parallel_sia_64"]["episodes_finished"] >= 5
     bd = res["breakdown_sia_64"]
     assert bd["EnvCore._start_round_calls"] == bd["Simulator.advance_calls"] > 0
 
 
 def test_numpy_flag_selects_the_reference_path(tmp_path: Path) -> None:
-    out = tmp_path / "bench.json"
-    cmd = [sys.executable, "scripts/bench_env.py", "--clusters", "sia_64", "--steps", "20"]
-    cmd += ["--jobs", "20", "--numpy", "--out", str(out)]
-    subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, text=True, timeout=300)
-    res = json.loads(out.read_text())
+    res = _bench(tmp_path, "--steps", "20", "--jobs", "20", "--numpy")
     assert res["kernels"] == "numpy" and res["parallel_sia_64"]["steps"] == 20

@@ -50,7 +50,8 @@ def _lockstep(fast: ClusterParallelEnv, ref: ClusterParallelEnv, steps: int, see
         _same_masks(fast.core.ma, ref.core.ma)
         np.testing.assert_array_equal(fast.core._resident(), ref.core._resident())  # float64
         np.testing.assert_array_equal(fast.state(), ref.state())
-        acts = dict(zip(agents, masked_random_actions(fast.action_masks(), rng).tolist()))
+        draw = masked_random_actions(fast.action_masks(), rng).tolist()
+        acts = dict(zip(agents, draw, strict=True))
         o1, r1, t1, u1, i1 = fast.step(acts)
         o2, r2, t2, u2, i2 = ref.step(acts)
         assert r1 == r2 and t1 == t2 and u1 == u2

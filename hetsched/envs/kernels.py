@@ -62,7 +62,10 @@ def get(name: str) -> Any | None:
     fn = _compiled.get(name)
     if fn is None:
         py = {"mask": _mask_py, "resident": _resident_py}[name]
-        fn = nb.njit(cache=True, error_model="numpy", nogil=True)(py)
+        try:
+            fn = nb.njit(cache=True, error_model="numpy", nogil=True)(py)
+        except RuntimeError:  # no writable cache location (read-only install): compile per process
+            fn = nb.njit(cache=False, error_model="numpy", nogil=True)(py)
         _compiled[name] = fn
     return fn
 

@@ -138,3 +138,16 @@ def test_env_var_selects_the_numpy_path(monkeypatch: pytest.MonkeyPatch) -> None
     assert kernels.numba_module() is not None and kernels.get("resident") is not None
     with pytest.raises(KeyError):
         kernels.get("no_such_kernel")
+
+
+def test_kernels_compile_without_a_cache_location(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read-only install (numba finds nowhere to cache) still gets working kernels."""
+    from numba.core import caching
+
+    monkeypatch.setattr(caching.CacheImpl, "_locator_classes", [])
+    monkeypatch.setattr(kernels, "_compiled", {})
+    fast = ClusterParallelEnv(**small_env_kwargs(num_jobs=24))
+    assert fast.core.features.mask_kernel is not None
+    monkeypatch.setenv(kernels.ENV_VAR, "0")
+    ref = ClusterParallelEnv(**small_env_kwargs(num_jobs=24))
+    assert _lockstep(fast, ref, steps=60, seed=2) > 0

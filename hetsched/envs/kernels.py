@@ -17,7 +17,8 @@ rolled-out states; an env episode gives the same observations, masks and metrics
 numba ships in the ``rl`` extra. ``HETSCHED_NUMBA=0`` in the environment selects the numpy path
 (for debugging, or where numba cannot be installed); so does a missing or broken numba. The
 kernels are compiled on first use and cached on disk (numba's ``cache=True``), so only the
-first process pays the compile time (a few seconds).
+first process pays the compile time (about 1.3 s on the 2-core development machine); where no
+cache location is writable they are compiled once per process instead.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import numpy as np
 
 #: Set to "0" to use the numpy reference path even when numba is installed.
 ENV_VAR = "HETSCHED_NUMBA"
-EPS = 1e-9  # the same constant as hetsched.envs.features.EPS
+EPS = 1e-9  # the same constants as hetsched.envs.features (a test checks)
 HOUR = 3600.0
 
 _loaded: tuple[ModuleType | None] | None = None

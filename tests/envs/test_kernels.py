@@ -132,6 +132,7 @@ def test_mask_kernel_on_random_free_resources(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_env_var_selects_the_numpy_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert (kernels.EPS, kernels.HOUR) == (features.EPS, features.HOUR)  # compiled-in copies
     monkeypatch.setenv(kernels.ENV_VAR, "0")
     assert kernels.numba_module() is None and kernels.get("mask") is None
     monkeypatch.delenv(kernels.ENV_VAR)

@@ -175,7 +175,8 @@ class EnvCore:
         self.last_alloc = Allocation.empty()
         self.stalled = False
         self._empty: MaskArrays | None = None
-        self._obs_cache: tuple[NDArray[np.float64], ...] | None = None
+        self._obs_cache: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
+        self._common_cache: NDArray[np.float64] | None = None
         self._any_legal: bool | None = None
         self.ma: MaskArrays
 
@@ -319,7 +320,7 @@ class EnvCore:
         if not self._may_fit(rest):
             self.ma = self._empty_masks()
             self._any_legal = False
-            self._obs_cache = None
+            self._obs_cache = self._common_cache = None
             return
         self.ma = self.features.masks(
             self.jt,
@@ -332,7 +333,7 @@ class EnvCore:
             self.node_up,
         )
         self._any_legal = None  # computed when first asked
-        self._obs_cache = None
+        self._obs_cache = self._common_cache = None
 
     def _may_fit(self, jobs: NDArray[np.int64]) -> bool:
         """Cheap necessary condition for any legal placement (skips the full masks)."""
@@ -688,15 +689,13 @@ class EnvCore:
         return True
 
     # ------------------------------------------------------------------ features
-    def _obs_parts(self) -> tuple[NDArray[np.float64], ...]:
+    def _node_parts(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """The own-node blocks (N, node_dim) and the global block (cached until a refresh)."""
         if self._obs_cache is None:
-            sim, wl, jt = self.sim, self.wl, self.jt
-            assert sim is not None and wl is not None and jt is not None
+            sim = self.sim
+            assert sim is not None
             nodes = self.features.node_blocks(
                 self._resident(), self._count, self.free_g, self.free_c, self.free_m, self.node_up
-            )
-            common = self.features.window_common(
-                jt, self.window, self.slot_ok, sim.time, wl, sim.remaining, sim.attained_gpu_s
             )
             glob = self.features.global_block(
                 int(self.pending.size) - self._n_new_jobs,
@@ -707,8 +706,19 @@ class EnvCore:
                 self._admitted,
                 self.J,
             )
-            self._obs_cache = (nodes, common, glob)
+            self._obs_cache = (nodes, glob)
         return self._obs_cache
+
+    def _obs_parts(self) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        """Node blocks, node-independent window features (K, job_common_dim), global block."""
+        nodes, glob = self._node_parts()
+        if self._common_cache is None:
+            sim, wl, jt = self.sim, self.wl, self.jt
+            assert sim is not None and wl is not None and jt is not None
+            self._common_cache = self.features.window_common(
+                jt, self.window, self.slot_ok, sim.time, wl, sim.remaining, sim.attained_gpu_s
+            )
+        return nodes, self._common_cache, glob
 
     def _resident(self) -> NDArray[np.float64]:
         """Resident-slot features of the round's entries, shape (N, R, res_dim).
@@ -744,6 +754,14 @@ class EnvCore:
     def observations(self) -> NDArray[np.float32]:
         """Per-agent observations, shape (N, D)."""
         assert self.jt is not None and self.wl is not None
+        if self.features.observe_kernel is not None:  # the same numbers, compiled
+            sim = self.sim
+            assert sim is not None
+            nodes, glob = self._node_parts()
+            return self.features.observations_compiled(
+                self.jt, self.wl, self.window, self.slot_ok, self.ma, nodes, glob, sim.time,
+                sim.remaining, sim.attained_gpu_s,
+            )  # fmt: skip
         nodes, common, glob = self._obs_parts()
         per_node = self.features.window_node(self.jt, self.wl, self.window, self.slot_ok, self.ma)
         return self.features.observations(nodes, common, per_node, glob)

@@ -407,6 +407,8 @@ class FeatureBuilder:
         self.node_group = np.searchsorted(self.present_types, cluster.node_type)
         #: Compiled mask kernel (:mod:`hetsched.envs.kernels`), None for the numpy path.
         self.mask_kernel: Any | None = kernels.get("mask")
+        #: Compiled observation kernel, None for the numpy path.
+        self.observe_kernel: Any | None = kernels.get("observe")
 
     def per_type_sum(self, x: NDArray[np.floating]) -> NDArray[np.float64]:
         """Sum over the nodes of each present GPU type, shape (P, ...) for ``x`` (N, ...)."""
@@ -813,6 +815,36 @@ class FeatureBuilder:
         out[:, nd + W :] = glob
         np.maximum(out, 0.0, out=out)  # clip to [0, 1] in place (np.clip is slower)
         np.minimum(out, 1.0, out=out)
+        return out
+
+    def observations_compiled(
+        self,
+        jt: JobTable,
+        wl: Workload,
+        window: NDArray[np.int64],
+        slot_ok: NDArray[np.bool_],
+        ma: MaskArrays,
+        nodes: NDArray[np.float64],
+        glob: NDArray[np.float64],
+        now: float,
+        remaining: NDArray[np.float64],
+        attained: NDArray[np.float64],
+    ) -> NDArray[np.float32]:
+        """:meth:`observations` of :meth:`window_common` and :meth:`window_node` in one
+        compiled pass over the per-job tables (identical array; needs :attr:`observe_kernel`).
+        """
+        job = np.where(slot_ok, window, 0)  # empty slots read job 0, then are zeroed
+        pj, w = self._per_job_static(jt, wl), job
+        if pj is None:  # the window's parts directly, read in slot order
+            pj, w = self._job_static(jt, wl, job), np.arange(window.shape[0])
+        N, K = nodes.shape[0], window.shape[0]
+        D = nodes.shape[1] + K * (pj.c.shape[1] + 3 + 6) + glob.shape[0]
+        out = np.empty((N, D), dtype=F32)
+        assert self.observe_kernel is not None
+        self.observe_kernel(
+            nodes, pj.c, pj.o, w, job, slot_ok, float(now), wl.arrival, attained, remaining,
+            jt.best_tput, ma.fits_any, ma.fits_one, glob, out,
+        )  # fmt: skip
         return out
 
     def state(

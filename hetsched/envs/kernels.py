@@ -8,7 +8,9 @@ kernels here fuse the costliest of those methods into one compiled loop each:
 
 * ``mask`` = :meth:`FeatureBuilder.masks` with the window gather of ``_window_static``;
 * ``resident`` = :meth:`EnvCore._resident` (slot layout plus
-  :meth:`FeatureBuilder.entry_features`).
+  :meth:`FeatureBuilder.entry_features`);
+* ``observe`` = :meth:`FeatureBuilder.window_common`, :meth:`FeatureBuilder.window_node` and
+  :meth:`FeatureBuilder.observations` (the per-agent array, clipped to [0, 1], as float32).
 
 Each kernel performs the same IEEE operations in the same order as its reference, so the
 outputs are identical bit for bit (``tests/envs/test_kernels.py`` checks this on random and on
@@ -56,13 +58,14 @@ _compiled: dict[str, Any] = {}
 
 
 def get(name: str) -> Any | None:
-    """The compiled kernel ``name`` (``"mask"`` or ``"resident"``), or None without numba."""
+    """The compiled kernel ``name`` (``"mask"``, ``"resident"`` or ``"observe"``), or None
+    without numba."""
     nb = numba_module()
     if nb is None:
         return None
     fn = _compiled.get(name)
     if fn is None:
-        py = {"mask": _mask_py, "resident": _resident_py}[name]
+        py = {"mask": _mask_py, "resident": _resident_py, "observe": _observe_py}[name]
         try:
             fn = nb.njit(cache=True, error_model="numpy", nogil=True)(py)
         except RuntimeError:  # no writable cache location (read-only install): compile per process
@@ -210,3 +213,84 @@ def _resident_py(
         a = attained[j]
         o[7 + M] = a / (a + HOUR)
         o[8 + M] = 1.0 if e >= n_old else 0.0
+
+
+def _observe_py(
+    nodes: Any,
+    c: Any,
+    o: Any,
+    w: Any,
+    job: Any,
+    slot_ok: Any,
+    now: float,
+    arrival: Any,
+    attained: Any,
+    remaining: Any,
+    best: Any,
+    fits_any: Any,
+    fits_one: Any,
+    glob: Any,
+    out: Any,
+) -> None:
+    """Fill the per-agent observations of :meth:`EnvCore.observations` into ``out``.
+
+    Args:
+        nodes: Own-node blocks, shape (N, node_dim) (:meth:`FeatureBuilder.node_blocks`).
+        c, o: Static per-job window parts (``_PerJobStatic.c``, ``.o``) of B jobs, shapes
+            (B, 1 + S) and (N, B, 4).
+        w: The column of each window slot in those tables, shape (K,).
+        job: The job of each slot (job 0 on empty slots), shape (K,).
+        slot_ok: Slot holds a job, shape (K,).
+        now: Simulated time (s).
+        arrival, attained, remaining, best: Arrival time (s), attained GPU-seconds, remaining
+            work and best isolated throughput per job of the episode, shape (J,).
+        fits_any, fits_one: From the masks, shape (N, K).
+        glob: Global block, shape (global_dim,).
+        out: Out, float32 (N, node_dim + K (S + 4 + 6) + global_dim).
+    """
+    N, nd = nodes.shape
+    K = w.shape[0]
+    S1 = c.shape[1]
+    cw = S1 + 3  # window_common's width
+    sw = cw + 6  # a slot: common, then window_node's six columns
+    gd = glob.shape[0]
+    lo, hi = np.float32(0.0), np.float32(1.0)
+    common = np.empty((K, cw))
+    for k in range(K):
+        ok = 1.0 if slot_ok[k] else 0.0
+        for i in range(S1):
+            common[k, i] = c[w[k], i] * ok
+        j = job[k]
+        d0 = now - arrival[j]
+        d1 = attained[j]
+        bj = best[j]
+        d2 = remaining[j] / bj if bj > 0 else 0.0
+        if d0 < 0.0:  # np.maximum(d, 0.0)
+            d0 = 0.0
+        if d1 < 0.0:
+            d1 = 0.0
+        if d2 < 0.0:
+            d2 = 0.0
+        common[k, S1] = d0 / (d0 + HOUR) * ok
+        common[k, S1 + 1] = d1 / (d1 + HOUR) * ok
+        common[k, S1 + 2] = d2 / (d2 + HOUR) * ok
+    for n in range(N):
+        row = out[n]
+        for i in range(nd):
+            v = np.float32(nodes[n, i])
+            row[i] = lo if v < lo else (hi if v > hi else v)
+        for k in range(K):
+            base = nd + k * sw
+            for i in range(cw):
+                v = np.float32(common[k, i])
+                row[base + i] = lo if v < lo else (hi if v > hi else v)
+            ok = 1.0 if slot_ok[k] else 0.0
+            for i in range(4):
+                v = np.float32(o[n, w[k], i] * ok)
+                row[base + cw + i] = lo if v < lo else (hi if v > hi else v)
+            row[base + cw + 4] = hi if fits_any[n, k] else lo
+            row[base + cw + 5] = hi if fits_one[n, k] else lo
+        g0 = nd + K * sw
+        for i in range(gd):
+            v = np.float32(glob[i])
+            row[g0 + i] = lo if v < lo else (hi if v > hi else v)

@@ -24,8 +24,10 @@ def _pair(monkeypatch: pytest.MonkeyPatch, **kw: Any) -> tuple[ClusterParallelEn
     monkeypatch.setenv(kernels.ENV_VAR, "0")
     ref = ClusterParallelEnv(**kw)
     monkeypatch.delenv(kernels.ENV_VAR)
-    assert fast.core.features.mask_kernel is not None and fast.core._resident_kernel is not None
-    assert ref.core.features.mask_kernel is None and ref.core._resident_kernel is None
+    for env, on in ((fast, True), (ref, False)):
+        f = env.core.features
+        for kernel in (f.mask_kernel, f.observe_kernel, env.core._resident_kernel):
+            assert (kernel is not None) == on
     return fast, ref
 
 

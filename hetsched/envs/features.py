@@ -1,8 +1,9 @@
 """Vectorised observation, state and action-mask building (no per-node or per-job Python loops).
 
 Everything here is computed for all N nodes and all K window slots at once with numpy. These
-numpy methods are the reference; when numba is installed, :meth:`FeatureBuilder.masks` runs
-through a compiled kernel of :mod:`hetsched.envs.kernels` that gives identical arrays. All
+numpy methods are the reference; when numba is installed, :meth:`FeatureBuilder.masks` and the
+per-agent observations run through compiled kernels of :mod:`hetsched.envs.kernels` that give
+identical arrays. All
 features are normalised to ``[0, 1]``; unbounded positive quantities use the squash
 ``x / (x + scale)``. Notation: ``T`` = 7 catalogue GPU types, ``M`` = models of the throughput
 table, ``R`` = resident slots, ``K`` = window size, ``L_g, L_c, L_m`` = level-set sizes.

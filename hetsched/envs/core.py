@@ -692,8 +692,6 @@ class EnvCore:
     def _node_parts(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """The own-node blocks (N, node_dim) and the global block (cached until a refresh)."""
         if self._obs_cache is None:
-            sim = self.sim
-            assert sim is not None
             nodes = self.features.node_blocks(
                 self._resident(), self._count, self.free_g, self.free_c, self.free_m, self.node_up
             )

@@ -473,6 +473,19 @@ class FeatureBuilder:
         self._per_job_cache = (jt, out)
         return out
 
+    def _window_tables(
+        self, jt: JobTable, wl: Workload, window: NDArray[np.int64], slot_ok: NDArray[np.bool_]
+    ) -> tuple[_PerJobStatic, NDArray[np.int64], NDArray[np.int64]]:
+        """Static tables for the compiled kernels: ``(tables, column of each slot, job of each
+        slot)``; empty slots read job 0 (the kernels zero them). The episode's per-job table when
+        it exists, else the window's own parts, read in slot order.
+        """
+        job = np.where(slot_ok, window, 0)
+        pj = self._per_job_static(jt, wl)
+        if pj is None:
+            return self._job_static(jt, wl, job), np.arange(window.shape[0]), job
+        return pj, job, job
+
     def window_amounts(
         self,
         jt: JobTable,
@@ -561,10 +574,7 @@ class FeatureBuilder:
         Lc, Lm, A1 = self.lc.size, self.lm.size, self.lg_of.size
         Lg, LcLm = A1 // (Lc * Lm), Lc * Lm
         if self.mask_kernel is not None:  # the same numbers, compiled (hetsched.envs.kernels)
-            w = np.where(slot_ok, window, 0)  # empty slots read job 0, then are masked out
-            pj = self._per_job_static(jt, wl)
-            if pj is None:  # the window's parts directly, read in slot order
-                pj, w = self._job_static(jt, wl, w), np.arange(K)
+            pj, w, _ = self._window_tables(jt, wl, window, slot_ok)
             mask = np.empty((N, 1 + K * A1), dtype=np.int8)
             legal = np.empty((N, K, A1), dtype=bool)
             single = np.empty((N, K, A1), dtype=bool)
@@ -834,10 +844,7 @@ class FeatureBuilder:
         """:meth:`observations` of :meth:`window_common` and :meth:`window_node` in one
         compiled pass over the per-job tables (identical array; needs :attr:`observe_kernel`).
         """
-        job = np.where(slot_ok, window, 0)  # empty slots read job 0, then are zeroed
-        pj, w = self._per_job_static(jt, wl), job
-        if pj is None:  # the window's parts directly, read in slot order
-            pj, w = self._job_static(jt, wl, job), np.arange(window.shape[0])
+        pj, w, job = self._window_tables(jt, wl, window, slot_ok)
         N, K = nodes.shape[0], window.shape[0]
         D = nodes.shape[1] + K * (pj.c.shape[1] + 3 + 6) + glob.shape[0]
         out = np.empty((N, D), dtype=F32)

@@ -154,3 +154,13 @@ def test_kernels_compile_without_a_cache_location(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv(kernels.ENV_VAR, "0")
     ref = ClusterParallelEnv(**small_env_kwargs(num_jobs=24))
     assert _lockstep(fast, ref, steps=60, seed=2) > 0
+
+
+def test_env_with_kernels_pickles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Vector-env workers and RLlib ship envs by pickle: the copy keeps its kernels."""
+    import pickle
+
+    fast, ref = _pair(monkeypatch, **small_env_kwargs(num_jobs=24))
+    copy = pickle.loads(pickle.dumps(fast))
+    assert copy.core.features.mask_kernel is not None
+    assert _lockstep(copy, ref, steps=60, seed=4) > 0

@@ -25,6 +25,7 @@ cache location is writable they are compiled once per process instead.
 
 from __future__ import annotations
 
+import functools
 import os
 from types import ModuleType
 from typing import Any
@@ -36,22 +37,22 @@ ENV_VAR = "HETSCHED_NUMBA"
 EPS = 1e-9  # the same constants as hetsched.envs.features (a test checks)
 HOUR = 3600.0
 
-_loaded: tuple[ModuleType | None] | None = None
+
+@functools.cache
+def _import_numba() -> ModuleType | None:
+    """numba, or None when it is not installed or cannot be imported (e.g. with this numpy)."""
+    try:
+        import numba
+    except Exception:
+        return None
+    return numba
 
 
 def numba_module() -> ModuleType | None:
     """The numba module, or None when it is disabled by :data:`ENV_VAR` or not importable."""
-    global _loaded
     if os.environ.get(ENV_VAR, "1").strip() == "0":
         return None
-    if _loaded is None:
-        try:
-            import numba
-        except Exception:  # not installed, or incompatible with this numpy: numpy path
-            _loaded = (None,)
-        else:
-            _loaded = (numba,)
-    return _loaded[0]
+    return _import_numba()
 
 
 _compiled: dict[str, Any] = {}

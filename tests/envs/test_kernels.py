@@ -164,3 +164,19 @@ def test_env_with_kernels_pickles(monkeypatch: pytest.MonkeyPatch) -> None:
     copy = pickle.loads(pickle.dumps(fast))
     assert copy.core.features.mask_kernel is not None
     assert _lockstep(copy, ref, steps=60, seed=4) > 0
+
+
+def test_missing_numba_falls_back_to_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without an importable numba the env runs on the numpy path (no error)."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "numba", None)  # `import numba` raises ImportError
+    monkeypatch.setattr(kernels, "_compiled", {})
+    kernels._import_numba.cache_clear()
+    try:
+        assert kernels.numba_module() is None and kernels.get("observe") is None
+        env = ClusterParallelEnv(**small_env_kwargs(num_jobs=8))
+        assert env.core.features.mask_kernel is None and env.core._resident_kernel is None
+        env.reset(seed=0)
+    finally:
+        kernels._import_numba.cache_clear()  # the next caller imports the real numba again

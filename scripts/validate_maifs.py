@@ -233,6 +233,14 @@ def main() -> None:
         action="store_true",
         help="only jobs on the first waiting job's fastest GPU type shrink",
     )
+    ap.add_argument(
+        "--critical-s",
+        type=float,
+        default=None,
+        help="turn on the makespan guard for jobs estimated to run at least this long (s)",
+    )
+    ap.add_argument("--critical-ratio", type=float, default=4.0)
+    ap.add_argument("--critical-wait-s", type=float, default=0.0)
     ap.add_argument("--window-order", choices=("arrival", "attained", "sjf"), default=None)
     ap.add_argument(
         "--seeds", type=int, nargs="+", default=list(SEEDS), help="validation seeds (< 100)"
@@ -287,6 +295,9 @@ def main() -> None:
         "grow_at_request": args.grow_at_request,
         "shrink_order": args.shrink_order,
         "shrink_fastest": args.shrink_fastest,
+        "critical_s": args.critical_s,
+        "critical_ratio": args.critical_ratio,
+        "critical_wait_s": args.critical_wait_s,
         "window_order": args.window_order,
     }
     sets = (

@@ -277,6 +277,13 @@ class MAIFSSchedulerConf:
         shrink_order: Which job above its request shrinks first while jobs wait: ``excess``
             (furthest above it) or ``restart_cost`` (whose restart idles the fewest GPU-seconds).
         shrink_fastest: Only jobs on the first waiting job's fastest GPU type shrink for it.
+        critical_s: Place a waiting job estimated to run at least this long (s) that would
+            finish after every running job (it sets the makespan) at once on its fastest GPU
+            type, preempting far shorter jobs if needed (null = off): see
+            :class:`hetsched.agents.policy.CoreActorPolicy`.
+        critical_ratio: A job the makespan guard preempts must be estimated to finish this many
+            times sooner than the guarded job runs.
+        critical_wait_s: Waiting time (s) after which the makespan guard acts.
         window_order: Override the agents' window order (``arrival``, ``attained`` or ``sjf``;
             null = the checkpoint's, ``arrival``).
     """
@@ -301,6 +308,9 @@ class MAIFSSchedulerConf:
     grow_at_request: bool = False
     shrink_order: str = "excess"
     shrink_fastest: bool = False
+    critical_s: float | None = None
+    critical_ratio: float = 4.0
+    critical_wait_s: float = 0.0
     window_order: str | None = None
 
 

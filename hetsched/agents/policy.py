@@ -47,6 +47,7 @@ COUNTERS: tuple[str, ...] = (
     "growths",
     "shrinks",
     "memory_lifts",
+    "critical_placements",
 )
 Actor = Callable[[EnvCore], NDArray[np.int64]]
 #: Free GPUs, CPU cores and memory (GiB) per node, each shape (N,), updated as moves are made.
@@ -228,6 +229,24 @@ class CoreActorPolicy(BasePolicy):
       shrink costs a restart. Then the actor takes more decision steps, and so on, at most
       ``K`` times per round. So allocations above the request shrink while jobs wait. The
       engine charges each change as a restart.
+    * **Makespan guard** (``critical_s``, off by default): before the actor's steps, a waiting
+      job estimated to run at least ``critical_s`` seconds (isolated rate at its request on its
+      fastest allowed GPU type present) that would finish after every running job if it
+      started now -- the job that sets the makespan -- and that has waited at least
+      ``critical_wait_s`` is placed at once on a node of its fastest allowed type (among the
+      types with a node that can hold its request): on the node with the fewest free GPUs
+      that holds it, else on the node where preempting the fewest running jobs makes room.
+      Victims are jobs held on that one node, estimated to finish at least
+      ``critical_ratio`` times sooner than the waiting job runs, preempted by the rules fewer
+      than ``preempt_max`` times; the most GPUs go first, then the longest remaining time.
+      The longest such job first, one after another while one qualifies; a job whose
+      measured rate on that type is higher spread over several nodes than on one is left to
+      the actor (the guard places on one node). A job placed by
+      this guard is never a victim of the preemption for short jobs. Under a shortest-first
+      window the job that sets the makespan waits for the queue of short jobs to drain (on a
+      loaded validation stretch a 125 h job waited 7.6 h, while Sia started it at once): the
+      longest-processing-time-first half of a makespan schedule, which the learned agents do
+      not do.
     * **Memory guard** (``keep_memory``, off by default): an actor's placement with less memory
       than the job requests is given the requested memory instead (same job, GPU and CPU
       levels) when that is legal on the node. Memory below the request never speeds a job up
@@ -267,6 +286,11 @@ class CoreActorPolicy(BasePolicy):
         shrink_fastest: Only jobs running on the first waiting job's fastest allowed GPU type
             (its isolated rate at the request there is the best, among the types with enough
             GPUs up to hold the request) may shrink for it.
+        critical_s: Shortest estimated run time (s) of a job the makespan guard places; None
+            = off.
+        critical_ratio: A victim of the makespan guard must be estimated to finish this many
+            times sooner than the guarded job runs (> 1).
+        critical_wait_s: Waiting time (s) after which the makespan guard acts (>= 0).
     """
 
     event_driven = True
@@ -291,6 +315,9 @@ class CoreActorPolicy(BasePolicy):
         grow_at_request: bool = False,
         shrink_order: str = "excess",
         shrink_fastest: bool = False,
+        critical_s: float | None = None,
+        critical_ratio: float = 4.0,
+        critical_wait_s: float = 0.0,
     ) -> None:
         if settings.advance != "event":
             raise ValueError(
@@ -346,6 +373,16 @@ class CoreActorPolicy(BasePolicy):
         self.shrink_order = shrink_order
         self.shrink_fastest = bool(shrink_fastest)
         self.keep_memory = bool(keep_memory)
+        if critical_s is not None and not critical_s >= 0:
+            raise ValueError(f"critical_s={critical_s!r} must be >= 0 seconds or None")
+        self.critical_s = critical_s
+        if not critical_ratio > 1.0:
+            raise ValueError(f"critical_ratio={critical_ratio!r} must be > 1")
+        self.critical_ratio = float(critical_ratio)
+        if not critical_wait_s >= 0:
+            raise ValueError(f"critical_wait_s={critical_wait_s!r} must be >= 0 seconds")
+        self.critical_wait_s = float(critical_wait_s)
+        self._critical = np.zeros(0, dtype=np.bool_)
         self.counts = dict.fromkeys(COUNTERS, 0)
 
     def reset(
@@ -367,6 +404,7 @@ class CoreActorPolicy(BasePolicy):
             workload = replace(workload, req_gpus=req)  # the policy's view only
         self.core.bind(workload)
         self._preempted = np.zeros(workload.num_jobs, dtype=np.int64)
+        self._critical = np.zeros(workload.num_jobs, dtype=np.bool_)
 
     def run_stats(self) -> dict[str, float]:
         """Counters of the run so far (``results_extended.csv`` columns ``policy_<name>``).
@@ -378,7 +416,7 @@ class CoreActorPolicy(BasePolicy):
         guard; ``elastic_resized``: elastic jobs whose request elastic sizing changed;
         ``growths``: running elastic jobs given more GPUs; ``shrinks``: running jobs that gave
         up GPUs for waiting jobs; ``memory_lifts``: actor placements whose memory the memory
-        guard raised to the request.
+        guard raised to the request; ``critical_placements``: jobs placed by the makespan guard.
         """
         return {name: float(n) for name, n in self.counts.items()}
 
@@ -394,6 +432,8 @@ class CoreActorPolicy(BasePolicy):
         if core is None:
             raise RuntimeError("decide() called before reset(); the runner calls reset() first")
         core.begin(state)
+        if self.critical_s is not None:
+            self.counts["critical_placements"] += self._guard_makespan(core, state, self.critical_s)
         self._actor_steps(core)
         if self.starve_guard_s is not None:
             wait = self.starve_guard_s
@@ -666,6 +706,7 @@ class CoreActorPolicy(BasePolicy):
             v = np.flatnonzero(
                 (per_job == 1)
                 & (self._preempted[cur.job] < self.preempt_max)
+                & ~self._critical[cur.job]
                 & core.node_up[cur.node]
             )
             if v.size == 0:
@@ -710,6 +751,146 @@ class CoreActorPolicy(BasePolicy):
             done += 1
         core.reorder_pending(np.argsort(order))  # the window goes back to the actor's order
         return done
+
+    def _guard_makespan(self, core: StateCore, state: SimState, min_s: float) -> int:
+        """Place the waiting jobs that set the makespan, preempting if needed (class doc).
+
+        Returns:
+            The jobs placed.
+        """
+        wl = core.wl
+        assert wl is not None
+        done, placed_s = 0, 0.0  # the longest job this guard placed this round (s)
+        for _ in range(core.K):
+            p = core.pending
+            if p.size == 0:
+                break
+            est_p = core.est_run_s(p)  # (P,) s, inf where no present type runs the job
+            cur = core.running()  # without this round's placements
+            v_rem = self._running_remaining(core, state, cur)  # (E,) s per entry
+            horizon = max(float(v_rem.max()) if v_rem.size else 0.0, placed_s)
+            waited = state.time - wl.arrival[p]
+            crit = (
+                np.isfinite(est_p)
+                & (est_p >= min_s)
+                & (est_p > horizon)
+                & (waited >= self.critical_wait_s)
+            )
+            if not crit.any():
+                break
+            # The longest first: it goes to window slot 0 (the window order is restored below).
+            order = np.argsort(np.where(crit, -est_p, np.inf), kind="stable")
+            core.reorder_pending(order)
+            placed = self._place_critical(core, state, cur, v_rem, float(est_p[order[0]]))
+            core.reorder_pending(np.argsort(order))
+            if not placed:
+                break
+            self._critical[int(p[order[0]])] = True
+            placed_s = max(placed_s, float(est_p[order[0]]))
+            done += 1
+        return done
+
+    @staticmethod
+    def _running_remaining(
+        core: StateCore, state: SimState, cur: Allocation
+    ) -> NDArray[np.float64]:
+        """Estimated remaining time (s) of each running entry's job (isolated rate where it
+        runs, on all its GPUs), shape (E,)."""
+        wl, tm, cl = core.wl, core.tm, core.cluster
+        assert wl is not None
+        if cur.size == 0:
+            return np.zeros(0)
+        G = np.bincount(cur.job, weights=cur.gpus, minlength=wl.num_jobs).astype(np.int64)
+        per_job = np.bincount(cur.job, minlength=wl.num_jobs)
+        j = cur.job
+        rate = tm.isolated(wl.model[j], cl.node_type[cur.node], G[j], per_job[j] > 1)
+        out = np.full(j.shape, np.inf)
+        np.divide(state.remaining[j], rate, out=out, where=rate > 0)
+        return out
+
+    def _place_critical(
+        self,
+        core: StateCore,
+        state: SimState,
+        cur: Allocation,
+        v_rem: NDArray[np.float64],
+        est: float,
+    ) -> bool:
+        """Place window slot 0 (a job estimated to run ``est`` s) on one node of its fastest
+        type, preempting running jobs there if needed; return whether it was placed."""
+        wl, cl, jt = core.wl, core.cluster, core.jt
+        assert wl is not None and jt is not None
+        if not core.slot_ok[0]:
+            return False
+        g1, c1, m1 = core.features.one
+        j = int(core.window[0])
+        G = int(wl.req_gpus[j])
+        # Its fastest allowed type among those with an up node that can hold the request.
+        speed = jt.rel_tput[j][cl.node_type]  # (N,)
+        fits_node = core.node_up & (cl.node_gpus >= G) & (speed > 0)
+        if not fits_node.any():
+            return False
+        best = fits_node & (speed >= speed[fits_node].max() - 1e-9)
+        t = int(cl.node_type[int(np.argmax(best))])
+        packed, spread = core.tm.isolated(wl.model[j], t, G, np.array([False, True]))
+        if spread > packed:  # the measured rates favour spreading it: left to the actor
+            return False
+        single = core.ma.single[:, 0, g1, c1, m1] & best
+        if single.any():  # it fits now: the node with the fewest free GPUs that holds it
+            n = int(np.argmin(np.where(single, core.free_g, np.iinfo(np.int64).max)))
+            return self._claim_most_cpu(core, n)
+        # Room by preemption: victims held on one node, far shorter than the job.
+        per_job = np.bincount(cur.job, minlength=wl.num_jobs)[cur.job]
+        ok_v = (
+            (per_job == 1)
+            & best[cur.node]
+            & (v_rem * self.critical_ratio <= est)
+            & (self._preempted[cur.job] < self.preempt_max)
+            & ~self._critical[cur.job]
+        )
+        if not ok_v.any():
+            return False
+        cpg, mpg, mem_ok = core.features.window_amounts(
+            jt, wl, core.window, core.slot_ok, core.node_up
+        )
+        pick: tuple[tuple[int, int, int], int, NDArray[np.int64]] | None = None
+        for node in np.flatnonzero(best & mem_ok[:, 0, m1]):
+            v = np.flatnonzero(ok_v & (cur.node == node))
+            v = v[np.lexsort((cur.job[v], -v_rem[v], -cur.gpus[v]))]  # most GPUs, longest left
+            room = np.array(
+                [core.free_g[node], core.free_c[node], core.free_m[node]], dtype=np.float64
+            )
+            need = np.array([G, cpg[node, 0, c1] * G, mpg[node, 0, m1] * G])
+            gain = np.cumsum(np.stack([cur.gpus[v], cur.cpus[v], cur.mem[v]], axis=1), axis=0)
+            enough = np.flatnonzero((room + gain >= need - EPS).all(axis=1))
+            if enough.size == 0:
+                continue
+            take = v[: int(enough[0]) + 1]
+            cost = (take.size, int(cur.gpus[take].sum()), int(node))
+            if pick is None or cost < pick[0]:
+                pick = (cost, int(node), cur.job[take])
+        if pick is None:
+            return False
+        _, n, victims = pick
+        core.release(victims)
+        self._preempted[victims] += 1
+        self.counts["preemptions"] += int(victims.size)
+        if not self._claim_most_cpu(core, n):  # pragma: no cover - room was checked
+            raise RuntimeError(f"makespan guard: node {n} did not hold job {j} after preemption")
+        return True
+
+    @staticmethod
+    def _claim_most_cpu(core: StateCore, n: int) -> bool:
+        """Place window slot 0 alone on node ``n`` at its requested GPUs and memory, with the
+        most CPU cores legal there (a CPU-sensitive long job runs faster; the job's CPU level
+        at the request is legal when this is called); return whether it was placed."""
+        g1, c1, m1 = core.features.one
+        legal = np.flatnonzero(core.ma.single[n, 0, g1, :, m1])  # CPU level indices
+        cpu = np.asarray(core.cfg.levels.cpu, dtype=np.float64)
+        c = int(legal[np.argmax(cpu[legal])]) if legal.size else c1
+        actions = np.zeros(core.N, dtype=np.int64)
+        actions[n] = int(core.codec.encode(0, g1, c, m1))
+        return bool(core.resolve_claims(actions)[1] > 0)
 
     @staticmethod
     def _remaining_time(
@@ -999,6 +1180,11 @@ class MAIFSPolicy(CoreActorPolicy):
             :class:`CoreActorPolicy`).
         shrink_fastest: Only jobs on the first waiting job's fastest GPU type shrink (see
             :class:`CoreActorPolicy`).
+        critical_s: Turn on the makespan guard for jobs estimated to run at least this long
+            (s; see :class:`CoreActorPolicy`); None = off.
+        critical_ratio: A makespan-guard victim must finish this many times sooner than the
+            guarded job runs.
+        critical_wait_s: Waiting time (s) after which the makespan guard acts.
         window_order: Override the window order the agents see (``"arrival"``,
             ``"attained"`` or ``"sjf"``, shortest estimated run time first); None = the
             checkpoint's (``agent.env.window_order``, ``"arrival"`` for checkpoints saved
@@ -1027,6 +1213,9 @@ class MAIFSPolicy(CoreActorPolicy):
         grow_at_request: bool = False,
         shrink_order: str = "excess",
         shrink_fastest: bool = False,
+        critical_s: float | None = None,
+        critical_ratio: float = 4.0,
+        critical_wait_s: float = 0.0,
         window_order: str | None = None,
         net: tuple[Any, Any] | None = None,
     ) -> None:
@@ -1067,6 +1256,9 @@ class MAIFSPolicy(CoreActorPolicy):
             grow_at_request=grow_at_request,
             shrink_order=shrink_order,
             shrink_fastest=shrink_fastest,
+            critical_s=critical_s,
+            critical_ratio=critical_ratio,
+            critical_wait_s=critical_wait_s,
         )
 
     def reset(

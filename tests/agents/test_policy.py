@@ -859,3 +859,122 @@ def test_shrink_fastest_skips_a_type_too_small_for_the_waiting_job() -> None:
     assert decisions[before] == [8, 2, 0, 0]
     assert decisions[3000.0] == [4, 2, 0, 4]
     assert res.start_time[3] == 3000.0 and stats["shrinks"] == 1
+
+
+def _makespan_scenario(
+    long_work: float = 4e5,
+    j3_work: float = 3600.0,
+    **rules: Any,
+) -> tuple[SimResult, dict[str, float], dict[float, float]]:
+    """First-fit on one 4-GPU, 32-core A100 node: four 1-GPU jobs of 3,600 s fill it at 0 s,
+    more 1-GPU jobs of 3,600 s arrive every 600 s from 600 s, and the long 4-GPU j4 (4 cores
+    per GPU requested) arrives at 60 s. In arrival order first-fit starts j4 only once the
+    node is empty. ``j3_work`` sets the work of j3 (one of the first four). Returns the result, the rule
+    counters and j4's CPU cores at each decision that runs it."""
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings
+
+    tm = make_tm(cpu_alpha=(0.7, 0.7))  # 1 work unit/s per GPU; CPU-sensitive
+    cl = _one_a100_node()
+    arrival = [0.0] * 4 + [60.0] + [600.0 * i for i in range(1, 9)]
+    work = [3600.0] * 3 + [j3_work, long_work] + [3600.0] * 8
+    wl = make_workload(arrival, work, [1] * 4 + [4] + [1] * 8)
+    pol = CoreActorPolicy(
+        EnvSettings(window=4, advance="event", round_s=60), _first_fit_actor, **rules
+    )
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    cpus: dict[float, float] = {}
+    decide = pol.decide
+
+    def spy(state: SimState) -> Allocation:
+        alloc = decide(state)
+        if (alloc.job == 4).any():
+            cpus[state.time] = float(alloc.cpus[alloc.job == 4].sum())
+        return alloc
+
+    pol.decide = spy  # type: ignore[method-assign]
+    res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+    assert np.isfinite(res.finish_time).all()
+    return res, pol.run_stats(), cpus
+
+
+@pytest.mark.parametrize("critical_s", [None, 36000.0])
+def test_makespan_guard_starts_the_job_that_sets_the_makespan(critical_s: float | None) -> None:
+    res, stats, cpus = _makespan_scenario(critical_s=critical_s)
+    if critical_s is None:  # first-fit keeps j4 waiting until nothing else holds a GPU
+        assert stats["critical_placements"] == 0 and stats["preemptions"] == 0
+        assert res.start_time[4] >= res.finish_time[:4].max()
+        assert set(cpus.values()) == {16.0}  # first-fit places at the request
+    else:  # the guard preempts the four short jobs on j4's arrival
+        assert stats["critical_placements"] == 1 and stats["preemptions"] == 4
+        assert res.start_time[4] == 60.0
+        assert (res.preemptions[:4] == 1).all() and res.preemptions[4] == 0
+        # with the most CPU legal on the node: all 32 cores (level 2.0), so phi > 1 and it
+        # runs faster than 1 work unit/s per GPU
+        assert cpus[60.0] == 32.0
+        assert res.finish_time[4] - 60.0 < 4e5 / 4.0
+
+
+def test_makespan_guard_waits_and_spares_jobs_not_far_shorter() -> None:
+    # Waiting 1,800 s first: the first decision point after that is the arrival at 2,400 s.
+    res, stats, _ = _makespan_scenario(critical_s=36000.0, critical_wait_s=1800.0)
+    assert res.start_time[4] == 2400.0 and stats["critical_placements"] == 1
+    assert stats["preemptions"] == 4
+    # j4 estimated at 3 h: the short jobs become victims only once 4x shorter, with at most
+    # 2,700 s left: not at 600 s (3,000 s left), at the next decision point, 1,200 s.
+    res, stats, _ = _makespan_scenario(long_work=4 * 3 * 3600.0, critical_s=7200.0)
+    assert stats["preemptions"] == 4 and stats["critical_placements"] == 1
+    assert res.start_time[4] == 1200.0
+
+
+def test_makespan_guard_only_for_the_job_that_would_finish_last() -> None:
+    # j3 runs 8e5 s (the guard itself places it at 0 s, on the empty node): j4 (1e5 s on 4
+    # GPUs) would not finish after it, so it is not preempted for; j4 starts only when j3 ends.
+    res, stats, _ = _makespan_scenario(critical_s=36000.0, j3_work=8e5)
+    assert stats["critical_placements"] == 2 and stats["preemptions"] == 0
+    assert 0.0 <= res.start_time[4] - res.finish_time[3] < 60.0  # the next round
+
+
+def test_makespan_guard_placed_jobs_are_not_preempted_for_short_jobs() -> None:
+    # The short jobs waiting behind j4 may preempt (ratio 4, no wait); without the guard they
+    # preempt j4 once it runs, but a job the guard placed is never their victim.
+    res, stats, _ = _makespan_scenario(preempt_ratio=4.0, preempt_max=3)
+    assert res.preemptions[4] > 0
+    res, stats, _ = _makespan_scenario(critical_s=36000.0, preempt_ratio=4.0, preempt_max=3)
+    assert stats["critical_placements"] == 1 and res.preemptions[4] == 0
+    assert res.start_time[4] == 60.0
+
+
+def test_makespan_guard_leaves_jobs_that_run_faster_spread() -> None:
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings
+
+    tm = make_tm(spread_factor=1.5)  # the rates favour spreading a job over nodes
+    cl = make_cluster([{"gpu_type": "a100", "count": 2, "gpus": 4, "cpus": 32, "mem_gib": 128}])
+    wl = make_workload([0.0] * 8 + [60.0], [3600.0] * 8 + [4e5], [1] * 8 + [4])
+    for spread, placed in ((0.5, 1), (1.5, 0)):
+        tm = make_tm(spread_factor=spread)
+        pol = CoreActorPolicy(
+            EnvSettings(window=4, advance="event", round_s=60),
+            _first_fit_actor,
+            critical_s=36000.0,
+        )
+        pol.reset(cl, wl, tm, np.random.default_rng(0))
+        Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+        assert pol.run_stats()["critical_placements"] == placed
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"critical_s": -1.0}, "critical_s"),
+        ({"critical_ratio": 1.0}, "critical_ratio"),
+        ({"critical_wait_s": -5.0}, "critical_wait_s"),
+    ],
+)
+def test_makespan_guard_arguments_are_checked(kwargs: dict[str, float], match: str) -> None:
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings
+
+    with pytest.raises(ValueError, match=match):
+        CoreActorPolicy(EnvSettings(window=4, advance="event", round_s=60), None, **kwargs)

@@ -945,23 +945,37 @@ def test_makespan_guard_placed_jobs_are_not_preempted_for_short_jobs() -> None:
     assert res.start_time[4] == 60.0
 
 
-def test_makespan_guard_leaves_jobs_that_run_faster_spread() -> None:
+@pytest.mark.parametrize(("spread", "nodes", "preempted"), [(0.5, 1, 1), (1.5, 2, 0)])
+def test_makespan_guard_spreads_a_job_that_runs_faster_spread(
+    spread: float, nodes: int, preempted: int
+) -> None:
     from hetsched.agents.policy import CoreActorPolicy
     from hetsched.envs.spaces import EnvSettings
 
-    tm = make_tm(spread_factor=1.5)  # the rates favour spreading a job over nodes
+    # Two 4-GPU A100 nodes: j0 (2 GPUs) runs on node 0 and j1 (3 GPUs) on node 1, leaving 2 + 1
+    # GPUs free; the long 3-GPU j2 arrives at 60 s. Packed faster (spread_factor 0.5), the guard
+    # preempts j0 and packs j2 on node 0; spread faster (1.5), it spreads j2 over both nodes'
+    # free GPUs without preempting.
     cl = make_cluster([{"gpu_type": "a100", "count": 2, "gpus": 4, "cpus": 32, "mem_gib": 128}])
-    wl = make_workload([0.0] * 8 + [60.0], [3600.0] * 8 + [4e5], [1] * 8 + [4])
-    for spread, placed in ((0.5, 1), (1.5, 0)):
-        tm = make_tm(spread_factor=spread)
-        pol = CoreActorPolicy(
-            EnvSettings(window=4, advance="event", round_s=60),
-            _first_fit_actor,
-            critical_s=36000.0,
-        )
-        pol.reset(cl, wl, tm, np.random.default_rng(0))
-        Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
-        assert pol.run_stats()["critical_placements"] == placed
+    wl = make_workload([0.0, 0.0, 60.0], [7200.0, 10800.0, 4e5], [2, 3, 3])
+    tm = make_tm(spread_factor=spread)
+    pol = CoreActorPolicy(
+        EnvSettings(window=4, advance="event", round_s=60), _first_fit_actor, critical_s=36000.0
+    )
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    used: dict[float, int] = {}
+    decide = pol.decide
+
+    def spy(state: SimState) -> Allocation:
+        alloc = decide(state)
+        used[state.time] = int(np.unique(alloc.node[alloc.job == 2]).size)
+        return alloc
+
+    pol.decide = spy  # type: ignore[method-assign]
+    res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+    assert pol.run_stats()["critical_placements"] == 1 and res.start_time[2] == 60.0
+    assert used[60.0] == nodes
+    assert res.preemptions.tolist() == [preempted, 0, 0]
 
 
 @pytest.mark.parametrize(

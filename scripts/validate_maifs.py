@@ -41,6 +41,10 @@ Usage::
         --grow-at-request --shrink-order restart_cost --shrink-fastest --keep-memory \
         --only-elastic --elastic-files 5 6 7 \
         --elastic-traces sia_helios sia_philly sia_newtrace pollux_philly --seeds 50
+    python scripts/validate_maifs.py A.pt --starve-guard-s 21600 --migrate-gain 0.1 \
+        --preempt-ratio 4 --preempt-max 3 --preempt-wait-s 7200 --fast-wait-s 0 \
+        --fast-max-s 10800 --window-order sjf --keep-memory \
+        --critical-s 86400 --critical-wait-s 10800 --alibaba --loaded
 """
 
 from __future__ import annotations

@@ -239,7 +239,8 @@ class CoreActorPolicy(BasePolicy):
       Victims are jobs held on that one node, estimated to finish at least
       ``critical_ratio`` times sooner than the waiting job runs, preempted by the rules fewer
       than ``preempt_max`` times; the most GPUs go first, then the longest remaining time.
-      The longest such job first, one after another while one qualifies. A job whose measured
+      The longest such job first, one after another while one qualifies (the rule stops at
+      the first it cannot place). A job whose measured
       rate on that type is higher spread over several nodes than packed on the fewest (the
       throughput table has such entries, e.g. imagenet on 8 V100s: 3,510 against 2,055
       samples/s) is instead placed at its request over two or more nodes of that type with

@@ -245,6 +245,7 @@ def main() -> None:
     )
     ap.add_argument("--critical-ratio", type=float, default=4.0)
     ap.add_argument("--critical-wait-s", type=float, default=0.0)
+    ap.add_argument("--mem-hold-phi", type=float, default=None)
     ap.add_argument("--window-order", choices=("arrival", "attained", "sjf"), default=None)
     ap.add_argument(
         "--seeds", type=int, nargs="+", default=list(SEEDS), help="validation seeds (< 100)"
@@ -302,6 +303,7 @@ def main() -> None:
         "critical_s": args.critical_s,
         "critical_ratio": args.critical_ratio,
         "critical_wait_s": args.critical_wait_s,
+        "mem_hold_phi": args.mem_hold_phi,
         "window_order": args.window_order,
     }
     sets = (

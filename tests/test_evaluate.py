@@ -49,6 +49,7 @@ def test_default_config_composes_with_simple_schedulers() -> None:
     assert (m.grow_factor, m.grow_at_request, m.shrink_order) == (8, True, "restart_cost")
     assert m.shrink_fastest is True
     assert (m.critical_s, m.critical_ratio, m.critical_wait_s) == (86400, 4.0, 10800)
+    assert m.mem_hold_phi == 0.4
     cfg = _compose(
         [
             "scheduler=maifs",

@@ -284,6 +284,10 @@ class MAIFSSchedulerConf:
         critical_ratio: A job the makespan guard preempts must be estimated to finish this many
             times sooner than the guarded job runs.
         critical_wait_s: Waiting time (s) after which the makespan guard acts.
+        mem_hold_phi: The memory hold: an agents' placement whose memory share slows the job
+            below this speed factor is raised to the most memory legal, or withdrawn when
+            another node could do better (null = off): see
+            :class:`hetsched.agents.policy.CoreActorPolicy`.
         window_order: Override the agents' window order (``arrival``, ``attained`` or ``sjf``;
             null = the checkpoint's, ``arrival``).
     """
@@ -311,6 +315,7 @@ class MAIFSSchedulerConf:
     critical_s: float | None = None
     critical_ratio: float = 4.0
     critical_wait_s: float = 0.0
+    mem_hold_phi: float | None = None
     window_order: str | None = None
 
 

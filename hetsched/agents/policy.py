@@ -48,6 +48,7 @@ COUNTERS: tuple[str, ...] = (
     "shrinks",
     "memory_lifts",
     "critical_placements",
+    "memory_holds",
 )
 Actor = Callable[[EnvCore], NDArray[np.int64]]
 #: Free GPUs, CPU cores and memory (GiB) per node, each shape (N,), updated as moves are made.
@@ -229,6 +230,17 @@ class CoreActorPolicy(BasePolicy):
       shrink costs a restart. Then the actor takes more decision steps, and so on, at most
       ``K`` times per round. So allocations above the request shrink while jobs wait. The
       engine charges each change as a restart.
+    * **Memory hold** (``mem_hold_phi``, off by default): an actor's placement that gives a job
+      so little of its requested memory per GPU that the throughput model slows it below
+      ``mem_hold_phi`` of its speed (``phi`` at that memory share) is raised to the most memory
+      legal on the node at the same job, GPU and CPU levels if that brings it to
+      ``mem_hold_phi``; otherwise it is withdrawn (the node takes no action this step) when
+      some other up node of an allowed type could give the job enough memory. The memory
+      levels are multiples of the request capped at the node's memory per GPU, so a job asking
+      more memory per GPU than a node's share (Alibaba pods of 123 GiB per GPU on 64 GiB-per-GPU
+      V100 nodes) runs there at a fraction of its speed even at level 1 -- the memory guard
+      cannot see that. Such a job waits for a node with more memory per GPU instead; the other
+      rules' placements are not checked.
     * **Makespan guard** (``critical_s``, off by default): before the actor's steps, a waiting
       job estimated to run at least ``critical_s`` seconds (isolated rate at its request on its
       fastest allowed GPU type present) that would finish after every running job if it
@@ -295,6 +307,8 @@ class CoreActorPolicy(BasePolicy):
         critical_ratio: A victim of the makespan guard must be estimated to finish this many
             times sooner than the guarded job runs (> 1).
         critical_wait_s: Waiting time (s) after which the makespan guard acts (>= 0).
+        mem_hold_phi: Slowest memory-share speed factor (in (0, 1]) an actor's placement may
+            impose before the memory hold raises or withdraws it; None = off.
     """
 
     event_driven = True
@@ -322,6 +336,7 @@ class CoreActorPolicy(BasePolicy):
         critical_s: float | None = None,
         critical_ratio: float = 4.0,
         critical_wait_s: float = 0.0,
+        mem_hold_phi: float | None = None,
     ) -> None:
         if settings.advance != "event":
             raise ValueError(
@@ -387,6 +402,9 @@ class CoreActorPolicy(BasePolicy):
             raise ValueError(f"critical_wait_s={critical_wait_s!r} must be >= 0 seconds")
         self.critical_wait_s = float(critical_wait_s)
         self._critical = np.zeros(0, dtype=np.bool_)
+        if mem_hold_phi is not None and not 0.0 < mem_hold_phi <= 1.0:
+            raise ValueError(f"mem_hold_phi={mem_hold_phi!r} must be in (0, 1] or None")
+        self.mem_hold_phi = mem_hold_phi
         self.counts = dict.fromkeys(COUNTERS, 0)
 
     def reset(
@@ -420,7 +438,9 @@ class CoreActorPolicy(BasePolicy):
         guard; ``elastic_resized``: elastic jobs whose request elastic sizing changed;
         ``growths``: running elastic jobs given more GPUs; ``shrinks``: running jobs that gave
         up GPUs for waiting jobs; ``memory_lifts``: actor placements whose memory the memory
-        guard raised to the request; ``critical_placements``: jobs placed by the makespan guard.
+        guard raised to the request (or the memory hold raised); ``critical_placements``: jobs
+        placed by the makespan guard; ``memory_holds``: actor placements the memory hold
+        withdrew.
         """
         return {name: float(n) for name, n in self.counts.items()}
 
@@ -476,6 +496,8 @@ class CoreActorPolicy(BasePolicy):
             actions = self.act(core)
             if self.keep_memory:
                 actions = self._keep_memory(core, actions)
+            if self.mem_hold_phi is not None:
+                actions = self._hold_memory(core, actions)
             _, placed = core.resolve_claims(actions)
             self.counts["decision_steps"] += 1
             go = core.end_step(placed)
@@ -498,6 +520,45 @@ class CoreActorPolicy(BasePolicy):
         a = a.copy()
         a[nodes[ok]] = lifted[ok]
         self.counts["memory_lifts"] += int(ok.sum())
+        return a
+
+    def _hold_memory(self, core: EnvCore, actions: NDArray[np.int64]) -> NDArray[np.int64]:
+        """``actions`` with the memory hold applied (class doc): a placement slowing its job
+        below ``mem_hold_phi`` by its memory share is raised to the most memory legal if that
+        suffices, else withdrawn when another up node of an allowed type could do better."""
+        a = np.asarray(actions, dtype=np.int64)
+        nodes = np.flatnonzero((a > 0) & (a < core.codec.n))
+        if nodes.size == 0 or self.mem_hold_phi is None:
+            return a
+        wl, jt = core.wl, core.jt
+        assert wl is not None and jt is not None
+        k, lg, lc, lm = core.codec.decode(a[nodes])
+        j = core.window[k]
+        _, mpg, _ = core.features.window_amounts(jt, wl, core.window, core.slot_ok, core.node_up)
+        req = wl.mem_per_gpu[j]
+        phi = core.tm.phi(wl.model[j], 1.0, mpg[nodes, k, lm] / req)
+        slow = np.flatnonzero(phi < self.mem_hold_phi)
+        if slow.size == 0:
+            return a
+        a = a.copy()
+        L = mpg.shape[2]
+        for i in slow:
+            n, kk = int(nodes[i]), int(k[i])
+            # the most memory legal on this node at the same job, GPU and CPU levels
+            codes = core.codec.encode(
+                np.full(L, kk), np.full(L, lg[i]), np.full(L, lc[i]), np.arange(L)
+            )
+            legal = core.ma.mask[n, codes] == 1
+            best_here = float(np.where(legal, mpg[n, kk], 0.0).max())
+            if core.tm.phi(wl.model[j[i]], 1.0, best_here / req[i]) >= self.mem_hold_phi:
+                a[n] = int(codes[int(np.argmax(np.where(legal, mpg[n, kk], -1.0)))])
+                self.counts["memory_lifts"] += 1
+                continue
+            elsewhere = core.node_up & jt.allowed[j[i]][core.cluster.node_type]
+            ratio = mpg[:, kk].max(axis=1) / req[i]
+            if (elsewhere & (core.tm.phi(wl.model[j[i]], 1.0, ratio) >= self.mem_hold_phi)).any():
+                a[n] = 0
+                self.counts["memory_holds"] += 1
         return a
 
     @staticmethod
@@ -1220,6 +1281,8 @@ class MAIFSPolicy(CoreActorPolicy):
         critical_ratio: A makespan-guard victim must finish this many times sooner than the
             guarded job runs.
         critical_wait_s: Waiting time (s) after which the makespan guard acts.
+        mem_hold_phi: Turn on the memory hold at this speed factor (see
+            :class:`CoreActorPolicy`); None = off.
         window_order: Override the window order the agents see (``"arrival"``,
             ``"attained"`` or ``"sjf"``, shortest estimated run time first); None = the
             checkpoint's (``agent.env.window_order``, ``"arrival"`` for checkpoints saved
@@ -1251,6 +1314,7 @@ class MAIFSPolicy(CoreActorPolicy):
         critical_s: float | None = None,
         critical_ratio: float = 4.0,
         critical_wait_s: float = 0.0,
+        mem_hold_phi: float | None = None,
         window_order: str | None = None,
         net: tuple[Any, Any] | None = None,
     ) -> None:
@@ -1294,6 +1358,7 @@ class MAIFSPolicy(CoreActorPolicy):
             critical_s=critical_s,
             critical_ratio=critical_ratio,
             critical_wait_s=critical_wait_s,
+            mem_hold_phi=mem_hold_phi,
         )
 
     def reset(

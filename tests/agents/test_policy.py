@@ -992,3 +992,61 @@ def test_makespan_guard_arguments_are_checked(kwargs: dict[str, float], match: s
 
     with pytest.raises(ValueError, match=match):
         CoreActorPolicy(EnvSettings(window=4, advance="event", round_s=60), None, **kwargs)
+
+
+def _all_claim_actor(core: EnvCore) -> np.ndarray:
+    """Every node that can hold the first waiting job alone at its request claims it."""
+    a = np.zeros(core.N, dtype=np.int64)
+    one = core.features.one
+    single = core.ma.single[:, :, one[0], one[1], one[2]]
+    ks = np.flatnonzero(core.slot_ok & single.any(axis=0))
+    if ks.size:
+        a[single[:, ks[0]]] = int(core.codec.encode(ks[0], *one))
+    return a
+
+
+@pytest.mark.parametrize(
+    ("hold", "mem_levels", "where", "lifts", "holds"),
+    [
+        (None, (0.5, 1.0, 1.5), "a100", 0, 0),  # level 1 = 36 GiB of 64: runs at phi ~0.2
+        (0.4, (0.5, 1.0, 1.5), "a100", 1, 0),  # lifted to level 1.5 (54 GiB): phi ~0.7
+        (0.4, (0.5, 1.0), "t4", 0, 1),  # no higher level: withdrawn, the T4 node takes it
+    ],
+)
+def test_memory_hold_raises_or_withdraws_a_placement_short_of_memory(
+    hold: float | None, mem_levels: tuple[float, ...], where: str, lifts: int, holds: int
+) -> None:
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings, LevelSets
+
+    # Node 0: A100s with 36 GiB per GPU; node 1: T4s with 128 GiB per GPU. The job asks 64 GiB
+    # per GPU; levels are capped at the node's share, so on node 0 level 1 gives 36 GiB.
+    cl = make_cluster(
+        [
+            {"gpu_type": "a100", "count": 1, "gpus": 4, "cpus": 32, "mem_gib": 144},
+            {"gpu_type": "t4", "count": 1, "gpus": 4, "cpus": 32, "mem_gib": 512},
+        ]
+    )
+    tm = make_tm()  # the same rate on both types
+    wl = make_workload([0.0], [3600.0], [1], mem=64.0)
+    settings = EnvSettings(window=4, advance="event", round_s=60, levels=LevelSets(mem=mem_levels))
+    pol = CoreActorPolicy(settings, _all_claim_actor, mem_hold_phi=hold)
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+    stats = pol.run_stats()
+    assert res.gpu_s_by_type[0, GPU_TYPE_NAMES.index(where)] > 0
+    assert (stats["memory_lifts"], stats["memory_holds"], stats["fallbacks"]) == (lifts, holds, 0)
+    phi = float(tm.phi(0, 1.0, {"a100": [36.0, 54.0][lifts], "t4": 64.0}[where] / 64.0))
+    assert res.finish_time[0] == pytest.approx(3600.0 / phi, rel=0.02)
+    assert (phi < 0.4) == (hold is None)
+
+
+def test_memory_hold_argument_is_checked() -> None:
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings
+
+    for bad in (0.0, 1.5):
+        with pytest.raises(ValueError, match="mem_hold_phi"):
+            CoreActorPolicy(
+                EnvSettings(window=4, advance="event", round_s=60), None, mem_hold_phi=bad
+            )

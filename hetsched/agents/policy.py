@@ -239,8 +239,10 @@ class CoreActorPolicy(BasePolicy):
       levels are multiples of the request capped at the node's memory per GPU, so a job asking
       more memory per GPU than a node's share (Alibaba pods of 123 GiB per GPU on 64 GiB-per-GPU
       V100 nodes) runs there at a fraction of its speed even at level 1 -- the memory guard
-      cannot see that. Such a job waits for a node with more memory per GPU instead; the other
-      rules' placements are not checked.
+      cannot see that. Such a job waits for a node with more memory per GPU instead. The
+      hold also checks the placements of the starvation guard and the fast-GPU guard (a guard
+      whose claim it withdraws places no more jobs that round); the makespan guard and the
+      preemption for short jobs are not checked.
     * **Makespan guard** (``critical_s``, off by default): before the actor's steps, a waiting
       job estimated to run at least ``critical_s`` seconds (isolated rate at its request on its
       fastest allowed GPU type present) that would finish after every running job if it
@@ -462,12 +464,13 @@ class CoreActorPolicy(BasePolicy):
         if self.starve_guard_s is not None:
             wait = self.starve_guard_s
             self.counts["guard_placements"] += self._place_each(
-                core, lambda: self._starved_claim(core, state.time, wait)
+                core, lambda: self._rule_hold(core, self._starved_claim(core, state.time, wait))
             )
         if self.fast_wait_s is not None:
             fast_wait, fast_max = self.fast_wait_s, self.fast_max_s
             self.counts["fast_placements"] += self._place_each(
-                core, lambda: self._fast_claim(core, state, fast_wait, fast_max)
+                core,
+                lambda: self._rule_hold(core, self._fast_claim(core, state, fast_wait, fast_max)),
             )
         if self.preempt_ratio is not None and self._preempt(core, state, self.preempt_ratio):
             self._actor_steps(core)  # the actor fills the room the victims left
@@ -521,6 +524,14 @@ class CoreActorPolicy(BasePolicy):
         a[nodes[ok]] = lifted[ok]
         self.counts["memory_lifts"] += int(ok.sum())
         return a
+
+    def _rule_hold(
+        self, core: EnvCore, actions: NDArray[np.int64] | None
+    ) -> NDArray[np.int64] | None:
+        """A rule's claim with the memory hold applied (unchanged when the hold is off)."""
+        if actions is None or self.mem_hold_phi is None:
+            return actions
+        return self._hold_memory(core, actions)
 
     def _hold_memory(self, core: EnvCore, actions: NDArray[np.int64]) -> NDArray[np.int64]:
         """``actions`` with the memory hold applied (class doc): a placement slowing its job

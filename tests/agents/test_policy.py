@@ -1050,3 +1050,34 @@ def test_memory_hold_argument_is_checked() -> None:
             CoreActorPolicy(
                 EnvSettings(window=4, advance="event", round_s=60), None, mem_hold_phi=bad
             )
+
+
+@pytest.mark.parametrize("hold", [None, 0.4])
+def test_memory_hold_checks_the_fast_gpu_guards_placements(hold: float | None) -> None:
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings, LevelSets
+
+    # The A100 node (36 GiB per GPU) is the job's fastest type, so the fast-GPU guard claims it
+    # there (the actor never places); with the hold that claim is withdrawn (the job would run
+    # at phi ~0.2 while the T4 node has 128 GiB per GPU) and the idle-cluster fallback places.
+    cl = make_cluster(
+        [
+            {"gpu_type": "a100", "count": 1, "gpus": 4, "cpus": 32, "mem_gib": 144},
+            {"gpu_type": "t4", "count": 1, "gpus": 4, "cpus": 32, "mem_gib": 512},
+        ]
+    )
+    base = np.ones((2, len(GPU_TYPE_NAMES)))
+    base[:, GPU_TYPE_NAMES.index("a100")] = 2.0
+    tm = make_tm(base)
+    wl = make_workload([0.0], [3600.0], [1], mem=64.0)
+    settings = EnvSettings(window=4, advance="event", round_s=60, levels=LevelSets(mem=(0.5, 1.0)))
+
+    def idle(core: EnvCore) -> np.ndarray:
+        return np.zeros(core.N, dtype=np.int64)
+
+    pol = CoreActorPolicy(settings, idle, fast_wait_s=0.0, fast_max_s=1e5, mem_hold_phi=hold)
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+    stats = pol.run_stats()
+    expected = (1, 0, 0) if hold is None else (0, 1, 1)
+    assert (stats["fast_placements"], stats["memory_holds"], stats["fallbacks"]) == expected

@@ -235,7 +235,8 @@ class CoreActorPolicy(BasePolicy):
       ``mem_hold_phi`` of its speed (``phi`` at that memory share) is raised to the most memory
       legal on the node at the same job, GPU and CPU levels if that brings it to
       ``mem_hold_phi``; otherwise it is withdrawn (the node takes no action this step) when
-      some other up node of an allowed type could give the job enough memory. The memory
+      some up node of an allowed type could give the job enough memory at one of its levels
+      (this node included, once it has the room). The memory
       levels are multiples of the request capped at the node's memory per GPU, so a job asking
       more memory per GPU than a node's share (Alibaba pods of 123 GiB per GPU on 64 GiB-per-GPU
       V100 nodes) runs there at a fraction of its speed even at level 1 -- the memory guard
@@ -536,7 +537,7 @@ class CoreActorPolicy(BasePolicy):
     def _hold_memory(self, core: EnvCore, actions: NDArray[np.int64]) -> NDArray[np.int64]:
         """``actions`` with the memory hold applied (class doc): a placement slowing its job
         below ``mem_hold_phi`` by its memory share is raised to the most memory legal if that
-        suffices, else withdrawn when another up node of an allowed type could do better."""
+        suffices, else withdrawn when an up node of an allowed type could do better."""
         a = np.asarray(actions, dtype=np.int64)
         nodes = np.flatnonzero((a > 0) & (a < core.codec.n))
         if nodes.size == 0 or self.mem_hold_phi is None:
@@ -878,8 +879,11 @@ class CoreActorPolicy(BasePolicy):
             return np.zeros(0)
         G = np.bincount(cur.job, weights=cur.gpus, minlength=wl.num_jobs).astype(np.int64)
         per_job = np.bincount(cur.job, minlength=wl.num_jobs)
+        largest = np.zeros(wl.num_jobs, dtype=np.int64)  # its largest node's GPUs
+        np.maximum.at(largest, cur.job, cl.node_gpus[cur.node])
         j = cur.job
-        rate = tm.isolated(wl.model[j], cl.node_type[cur.node], G[j], per_job[j] > 1)
+        spread = per_job[j] > -(-G[j] // largest[j])  # more nodes than it needs (is_spread)
+        rate = tm.isolated(wl.model[j], cl.node_type[cur.node], G[j], spread)
         out = np.full(j.shape, np.inf)
         np.divide(state.remaining[j], rate, out=out, where=rate > 0)
         return out

@@ -44,7 +44,8 @@ Usage::
     python scripts/validate_maifs.py A.pt --starve-guard-s 21600 --migrate-gain 0.1 \
         --preempt-ratio 4 --preempt-max 3 --preempt-wait-s 7200 --fast-wait-s 0 \
         --fast-max-s 10800 --window-order sjf --keep-memory \
-        --critical-s 86400 --critical-wait-s 10800 --alibaba --loaded
+        --critical-s 86400 --critical-wait-s 10800 --mem-hold-phi 0.4 --alibaba --loaded \
+        --vs sia
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hetsched.agents.policy import SHRINK_ORDERS, MAIFSPolicy, TeacherPolicy  # noqa: E402
-from hetsched.envs.presets import resolve_cluster, resolve_workload  # noqa: E402
+from hetsched.envs.presets import CONF_DIR, resolve_cluster, resolve_workload  # noqa: E402
 from hetsched.evaluation import atomic_write_text, evaluate  # noqa: E402
 from hetsched.sim.engine import SimConfig  # noqa: E402
 from hetsched.sim.throughput import default_throughput  # noqa: E402
@@ -138,14 +139,49 @@ def workload_kwargs(trace: str, start: int, busiest: bool) -> dict[str, Any]:
     return {"start": start, "num_jobs": 300, "busiest": busiest}
 
 
+def baseline_factory(name: str) -> Callable[[], Any]:
+    """A factory of the scheduler preset ``conf/scheduler/<name>.yaml`` (as ``evaluate.py``
+    builds it).
+
+    Raises:
+        ValueError: If there is no such preset.
+    """
+    from hydra import compose, initialize_config_dir
+    from hydra.utils import instantiate
+
+    import hetsched.config  # noqa: F401  (registers the schemas)
+
+    if not (CONF_DIR / "scheduler" / f"{name}.yaml").is_file():
+        avail = sorted(p.stem for p in (CONF_DIR / "scheduler").glob("*.yaml"))
+        raise ValueError(f"--vs {name}: no scheduler preset of that name; available: {avail}")
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        node = compose("evaluate", overrides=[f"scheduler={name}"]).scheduler[name]
+    return lambda: instantiate(node)
+
+
+def at_or_below(rows: Sequence[Mapping[str, Any]], baseline: str) -> dict[str, list[bool]]:
+    """Per name, for each set in order: both avg JCT and makespan at or below ``baseline``'s
+    on that set (the issue's bar against one baseline)."""
+    base = {(r["cluster"], r["start"]): r for r in rows if r["name"] == baseline}
+    out: dict[str, list[bool]] = {}
+    for r in rows:
+        if r["name"] != baseline:
+            b = base[(r["cluster"], r["start"])]
+            out.setdefault(r["name"], []).append(
+                r["jct_h"] <= b["jct_h"] and r["mk_h"] <= b["mk_h"]
+            )
+    return out
+
+
 def score_checkpoints(
     paths: Sequence[Path],
     *,
     policy_kwargs: Mapping[str, Any] | None = None,
     sets: Sequence[ValidationSet] = VALIDATION_SETS,
     seeds: Sequence[int] = SEEDS,
+    baselines: Mapping[str, Callable[[], Any]] | None = None,
 ) -> tuple[dict[str, float], list[dict[str, Any]]]:
-    """Run the teacher and every checkpoint on the validation sets.
+    """Run the teacher, every checkpoint and the ``baselines`` on the validation sets.
 
     Args:
         paths: Checkpoint files.
@@ -156,6 +192,8 @@ def score_checkpoints(
             comparable.
         sets: ``(cluster, start[, busiest[, workload]])`` validation sets (:data:`ValidationSet`).
         seeds: Seeds per set.
+        baselines: Further schedulers by name (e.g. ``{"sia": baseline_factory("sia")}``),
+            run through the same runner on the same sets and seeds (scored like the others).
 
     Returns:
         ``(score per name, rows)``: the score as in the module docstring (``teacher`` included,
@@ -168,6 +206,7 @@ def score_checkpoints(
     kw = dict(policy_kwargs or {})
     for p in paths:
         policies[str(p)] = partial(MAIFSPolicy, checkpoint=p, **kw)
+    policies.update(baselines or {})
     rows: list[dict[str, Any]] = []
     ratios: dict[str, list[float]] = {name: [] for name in policies}
     for vset in sets:
@@ -272,6 +311,13 @@ def main() -> None:
         default=["sia_helios"],
         help="workload presets of the elastic sets (default sia_helios)",
     )
+    ap.add_argument(
+        "--vs",
+        default=None,
+        metavar="SCHEDULER",
+        help="also run this scheduler preset (e.g. sia) and count the sets where each "
+        "checkpoint's avg JCT and makespan are both at or below its (slow for sia)",
+    )
     ap.add_argument("--out", type=Path, default=None, help="also write the tables as Markdown")
     args = ap.parse_args()
     files = (2, 3, 4) if args.elastic_files is None else tuple(args.elastic_files)
@@ -314,11 +360,16 @@ def main() -> None:
     )
     if args.only_elastic:
         sets = elastic_sets
+    try:
+        baselines = {args.vs: baseline_factory(args.vs)} if args.vs else None
+    except ValueError as err:
+        ap.error(str(err))
     scores, rows = score_checkpoints(
         args.checkpoints,
         policy_kwargs=rules,
         seeds=args.seeds,
         sets=sets,
+        baselines=baselines,
     )
     lines = ["| cluster | start | name | avg JCT (h) | makespan (h) |", "|---|---|---|---|---|"]
     lines += [
@@ -327,6 +378,18 @@ def main() -> None:
     ]
     lines += ["", "| name | score (teacher = 2.0, lower is better) |", "|---|---|"]
     lines += [f"| {n} | {s:.3f} |" for n, s in sorted(scores.items(), key=lambda kv: kv[1])]
+    if args.vs:
+        met = at_or_below(rows, args.vs)
+        where = [f"{r['cluster']} {r['start']}" for r in rows if r["name"] == args.vs]
+        lines += [
+            "",
+            f"| name | sets at or below {args.vs} on both | those sets |",
+            "|---|---|---|",
+        ]
+        lines += [
+            f"| {n} | {sum(m)}/{len(m)} | {', '.join(w for w, ok in zip(where, m, strict=True) if ok)} |"
+            for n, m in met.items()
+        ]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

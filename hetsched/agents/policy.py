@@ -530,9 +530,7 @@ class CoreActorPolicy(BasePolicy):
         self, core: EnvCore, actions: NDArray[np.int64] | None
     ) -> NDArray[np.int64] | None:
         """A rule's claim with the memory hold applied (unchanged when the hold is off)."""
-        if actions is None or self.mem_hold_phi is None:
-            return actions
-        return self._hold_memory(core, actions)
+        return None if actions is None else self._hold_memory(core, actions)
 
     def _hold_memory(self, core: EnvCore, actions: NDArray[np.int64]) -> NDArray[np.int64]:
         """``actions`` with the memory hold applied (class doc): a placement slowing its job

@@ -152,3 +152,30 @@ def test_elastic_sets_of_other_traces_avoid_their_test_files() -> None:
         make(traces, (1, 2))
     with pytest.raises(ValueError, match="unknown elastic traces"):
         make(["philly"], (2,))
+
+
+def test_at_or_below_counts_the_sets_where_both_metrics_are_no_worse() -> None:
+    mod = _load()
+    rows = [
+        {"cluster": "c", "start": 1, "name": "base", "jct_h": 2.0, "mk_h": 10.0},
+        {"cluster": "c", "start": 1, "name": "a", "jct_h": 1.0, "mk_h": 10.0},  # level: counts
+        {"cluster": "c", "start": 2, "name": "base", "jct_h": 2.0, "mk_h": 10.0},
+        {"cluster": "c", "start": 2, "name": "a", "jct_h": 1.0, "mk_h": 10.5},  # makespan worse
+        {"cluster": "d", "start": 1, "name": "base", "jct_h": 2.0, "mk_h": 10.0},
+        {"cluster": "d", "start": 1, "name": "a", "jct_h": 2.1, "mk_h": 9.0},  # JCT worse
+    ]
+    assert mod.at_or_below(rows, "base") == {"a": [True, False, False]}  # type: ignore[attr-defined]
+
+
+def test_a_baseline_runs_beside_the_checkpoints() -> None:
+    mod = _load()
+    ck = ROOT / "checkpoints" / "maifs_default.pt"
+    fifo = mod.baseline_factory("fifo")  # type: ignore[attr-defined]
+    scores, rows = mod.score_checkpoints(  # type: ignore[attr-defined]
+        [ck], sets=[("sia_64", 62000)], seeds=[50], baselines={"fifo": fifo}
+    )
+    assert set(scores) == {"teacher", str(ck), "fifo"}
+    assert {r["name"] for r in rows} == {"teacher", str(ck), "fifo"}
+    assert len(mod.at_or_below(rows, "fifo")[str(ck)]) == 1  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="no scheduler preset"):
+        mod.baseline_factory("nonesuch")  # type: ignore[attr-defined]

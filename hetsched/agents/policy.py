@@ -744,7 +744,11 @@ class CoreActorPolicy(BasePolicy):
         out = fill_gang(ent.node, ent.gpus, keep)  # on the fewest of its nodes
         assert out is not None  # its nodes hold more than its request
         nodes, g = out
-        cpg, mpg = float(ent.cpus.sum()) / G[j], float(ent.mem.sum()) / G[j]
+        # Each kept node keeps its amounts per GPU (levels capped at the node's share can give
+        # a job different amounts per GPU on nodes of one GPU type with different shares).
+        by_node = np.argsort(ent.node)
+        at = by_node[np.searchsorted(ent.node, nodes, sorter=by_node)]
+        cpg, mpg = ent.cpus[at] / ent.gpus[at], ent.mem[at] / ent.gpus[at]
         core.release(np.array([j]))
         gf = g.astype(np.float64)
         core.place(j, nodes, g, gf * cpg, gf * mpg)

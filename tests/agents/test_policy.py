@@ -1081,3 +1081,41 @@ def test_memory_hold_checks_the_fast_gpu_guards_placements(hold: float | None) -
     stats = pol.run_stats()
     expected = (1, 0, 0) if hold is None else (0, 1, 1)
     assert (stats["fast_placements"], stats["memory_holds"], stats["fallbacks"]) == expected
+
+
+def test_shrink_keeps_each_nodes_amounts_per_gpu() -> None:
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings
+
+    # Two T4 nodes of 4 GPUs with 16 and 64 cores (shares of 4 and 16 per GPU). Elastic job 0
+    # (asking 4 GPUs and 16 cores per GPU, up to 8 GPUs) is placed at GPU level 2 as a gang of
+    # 8 over both nodes, at CPU level 1 capped at each node's share: 16 and 64 cores. Job 1 (4
+    # GPUs) arrives, and job 0 shrinks back to node 0 alone, which must keep its 4 cores per GPU
+    # (the average over both nodes, 10 per GPU, would over-allocate node 0).
+    cl = make_cluster(
+        [
+            {"gpu_type": "t4", "count": 1, "gpus": 4, "cpus": 16, "mem_gib": 256},
+            {"gpu_type": "t4", "count": 1, "gpus": 4, "cpus": 64, "mem_gib": 256},
+        ]
+    )
+    tm = make_tm()
+    wl = make_workload([0.0, 120.0], [36000.0, 600.0], [4, 4], cpu=16.0, elastic=([1, 4], [8, 4]))
+
+    def gang_actor(core: EnvCore) -> np.ndarray:  # the largest legal GPU level, all nodes claim
+        a = np.zeros(core.N, dtype=np.int64)
+        _, c1, m1 = core.features.one
+        legal = core.ma.legal[:, :, :, c1, m1]  # (N, K, Lg)
+        ks = np.flatnonzero(core.slot_ok & legal.any(axis=(0, 2)))
+        if ks.size:
+            k = int(ks[0])
+            g = int(np.flatnonzero(legal[:, k].any(axis=0))[-1])
+            a[legal[:, k, g]] = int(core.codec.encode(k, g, c1, m1))
+        return a
+
+    settings = EnvSettings(window=4, advance="event", round_s=60)
+    pol = CoreActorPolicy(settings, gang_actor, grow_gain=0.05)
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+    assert pol.run_stats()["shrinks"] == 1
+    assert res.start_time[1] == pytest.approx(120.0)
+    assert np.isfinite(res.finish_time).all()

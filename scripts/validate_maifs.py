@@ -260,6 +260,12 @@ def main() -> None:
     ap.add_argument("--preempt-ratio", type=float, default=None)
     ap.add_argument("--preempt-wait-s", type=float, default=0.0)
     ap.add_argument("--preempt-max", type=int, default=1)
+    ap.add_argument(
+        "--preempt-fast",
+        type=float,
+        default=None,
+        help="turn on preemption for a much faster GPU at this speedup (needs --preempt-ratio)",
+    )
     ap.add_argument("--fast-wait-s", type=float, default=None)
     ap.add_argument("--fast-max-s", type=float, default=3600.0)
     ap.add_argument("--elastic-gain", type=float, default=None)
@@ -336,6 +342,7 @@ def main() -> None:
         "preempt_ratio": args.preempt_ratio,
         "preempt_wait_s": args.preempt_wait_s,
         "preempt_max": args.preempt_max,
+        "preempt_fast": args.preempt_fast,
         "fast_wait_s": args.fast_wait_s,
         "fast_max_s": args.fast_max_s,
         "elastic_gain": args.elastic_gain,

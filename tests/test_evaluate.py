@@ -50,6 +50,7 @@ def test_default_config_composes_with_simple_schedulers() -> None:
     assert m.shrink_fastest is True
     assert (m.critical_s, m.critical_ratio, m.critical_wait_s) == (86400, 4.0, 10800)
     assert m.mem_hold_phi == 0.4
+    assert m.preempt_fast == 2.0
     cfg = _compose(
         [
             "scheduler=maifs",

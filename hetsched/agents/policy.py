@@ -49,6 +49,7 @@ COUNTERS: tuple[str, ...] = (
     "memory_lifts",
     "critical_placements",
     "memory_holds",
+    "fast_preemptions",
 )
 Actor = Callable[[EnvCore], NDArray[np.int64]]
 #: Free GPUs, CPU cores and memory (GiB) per node, each shape (N,), updated as moves are made.
@@ -196,6 +197,18 @@ class CoreActorPolicy(BasePolicy):
       ``scheduler=maifs`` turns it on with ratio 4, at most 3 times per job, after 2 h of
       waiting (chosen on validation, ``docs/results.md``).
       Without it the policy is non-preemptive: no job is stopped to make room.
+    * **Preemption for a much faster GPU** (``preempt_fast``, off by default; needs
+      ``preempt_ratio``): before the actor's steps, the same rule runs for the rigid window
+      jobs (shortest first, no waiting time; elastic jobs get room by shrinking) whose best
+      legal node now runs them at most
+      ``1 / preempt_fast`` of their speed on their fastest allowed type (isolated rates at the
+      request). Such a job may take a victim's place only on a node whose GPU type runs it at
+      least ``preempt_fast`` times faster than the best node free now, with the same victim
+      conditions (one node, ``preempt_max``, ``preempt_ratio`` times its run time there,
+      never a job the makespan guard placed). Jobs that fit nowhere are left to the rule above. It
+      gives a GPU type's large speedups to short jobs at once (e.g. bert runs 5x faster on an
+      A100 than on an RTX 2080 Ti), as Sia does by time-sharing; counter
+      ``fast_preemptions`` (the jobs it placed; their victims count in ``preemptions``).
     * **Elastic sizing** (``elastic_gain``, off by default): the policy sees each elastic job
       (``min_gpus < max_gpus``) with a request of its own choosing, :func:`elastic_request`:
       starting from ``min_gpus``, the count doubles (the last step up to the job's request)
@@ -284,6 +297,8 @@ class CoreActorPolicy(BasePolicy):
             time is this many times shorter than its remaining time (> 1); None = off.
         preempt_wait_s: Waiting time (s) after which a job may preempt (>= 0).
         preempt_max: Times the rule may preempt one job (>= 1).
+        preempt_fast: Speedup (> 1) of a GPU type over the best node free now for which a
+            waiting job may preempt there at once (needs ``preempt_ratio``); None = off.
         fast_wait_s: Waiting time (s) after which the fast-GPU guard places a short job on a
             node of its fastest GPU type; None = off.
         fast_max_s: Longest estimated run time (s) of a job the fast-GPU guard places.
@@ -340,6 +355,7 @@ class CoreActorPolicy(BasePolicy):
         critical_ratio: float = 4.0,
         critical_wait_s: float = 0.0,
         mem_hold_phi: float | None = None,
+        preempt_fast: float | None = None,
     ) -> None:
         if settings.advance != "event":
             raise ValueError(
@@ -408,6 +424,14 @@ class CoreActorPolicy(BasePolicy):
         if mem_hold_phi is not None and not 0.0 < mem_hold_phi <= 1.0:
             raise ValueError(f"mem_hold_phi={mem_hold_phi!r} must be in (0, 1] or None")
         self.mem_hold_phi = mem_hold_phi
+        if preempt_fast is not None and not preempt_fast > 1.0:
+            raise ValueError(f"preempt_fast={preempt_fast!r} must be > 1 or None")
+        if preempt_fast is not None and preempt_ratio is None:
+            raise ValueError(
+                f"preempt_fast={preempt_fast!r} needs preempt_ratio (the victims' ratio); "
+                "set preempt_ratio too"
+            )
+        self.preempt_fast = preempt_fast
         self.counts = dict.fromkeys(COUNTERS, 0)
 
     def reset(
@@ -443,7 +467,7 @@ class CoreActorPolicy(BasePolicy):
         up GPUs for waiting jobs; ``memory_lifts``: actor placements whose memory the memory
         guard raised to the request (or the memory hold raised); ``critical_placements``: jobs
         placed by the makespan guard; ``memory_holds``: actor placements the memory hold
-        withdrew.
+        withdrew; ``fast_preemptions``: jobs placed by preemption for a much faster GPU.
         """
         return {name: float(n) for name, n in self.counts.items()}
 
@@ -461,6 +485,10 @@ class CoreActorPolicy(BasePolicy):
         core.begin(state)
         if self.critical_s is not None:
             self.counts["critical_placements"] += self._guard_makespan(core, state, self.critical_s)
+        if self.preempt_fast is not None and self.preempt_ratio is not None:
+            self.counts["fast_preemptions"] += self._preempt(
+                core, state, self.preempt_ratio, self.preempt_fast
+            )
         self._actor_steps(core)
         if self.starve_guard_s is not None:
             wait = self.starve_guard_s
@@ -755,7 +783,9 @@ class CoreActorPolicy(BasePolicy):
         self.counts["shrinks"] += 1
         return True
 
-    def _preempt(self, core: StateCore, state: SimState, ratio: float) -> int:
+    def _preempt(
+        self, core: StateCore, state: SimState, ratio: float, fast: float | None = None
+    ) -> int:
         """Preempt running jobs for short waiting jobs (class doc); return the jobs placed."""
         wl, tm, cl, jt = core.wl, core.tm, core.cluster, core.jt
         assert wl is not None and jt is not None
@@ -764,7 +794,9 @@ class CoreActorPolicy(BasePolicy):
             return 0
         # The window shows the eligible waiting jobs, shortest first (restored at the end).
         est_p = core.est_run_s(p)
-        key = np.where(state.time - wl.arrival[p] >= self.preempt_wait_s, est_p, np.inf)
+        key = np.where(
+            (state.time - wl.arrival[p] >= self.preempt_wait_s) | (fast is not None), est_p, np.inf
+        )  # (with ``fast``, every waiting job may qualify at once)
         order = np.argsort(key, kind="stable")
         core.reorder_pending(order)
         g1, c1, m1 = core.features.one
@@ -776,7 +808,14 @@ class CoreActorPolicy(BasePolicy):
             w = np.where(core.slot_ok, core.window, 0)
             legal = core.ma.legal[:, :, g1, c1, m1]  # (N, K) at the requested amounts
             waited = state.time - wl.arrival[w]
-            cand = core.slot_ok & ~legal.any(axis=0) & (waited >= self.preempt_wait_s)
+            # The best speed (relative to its fastest type) each window job gets now, 0 if none.
+            speed_n = jt.rel_tput[w][:, cl.node_type].T  # (N, K)
+            now = np.where(legal, speed_n, 0.0).max(axis=0)  # (K,)
+            if fast is None:  # jobs that fit nowhere and have waited
+                cand = core.slot_ok & (now <= 0) & (waited >= self.preempt_wait_s)
+            else:  # rigid jobs their fastest GPUs run `fast` times faster than the best free now
+                rigid = wl.min_gpus[w] == wl.max_gpus[w]  # elastic ones get room by shrinking
+                cand = core.slot_ok & rigid & (now > 0) & (now * fast <= 1.0 + 1e-9)
             if not cand.any():
                 break
             # Victims: running jobs with one entry, preempted fewer than preempt_max times by
@@ -813,6 +852,8 @@ class CoreActorPolicy(BasePolicy):
                 & (core.free_m[vn][None, :] + cur.mem[v][None, :] >= need_m - EPS)
                 & (v_rem[None, :] > ratio * t_w)  # NaN compares False
             )
+            if fast is not None:  # the victim's type runs it `fast` times faster than now
+                ok &= jt.rel_tput[wj][:, vt] >= fast * now[ks][:, None] - 1e-9
             if not ok.any():
                 break
             i = int(np.argmax(ok.any(axis=1)))  # the shortest candidate with a victim
@@ -1277,6 +1318,8 @@ class MAIFSPolicy(CoreActorPolicy):
             None = off.
         preempt_wait_s: Waiting time (s) after which a job may preempt.
         preempt_max: Times the rule may preempt one job.
+        preempt_fast: Turn on preemption for a much faster GPU at this speedup (see
+            :class:`CoreActorPolicy`); None = off.
         fast_wait_s: Turn on the fast-GPU guard (s; see :class:`CoreActorPolicy`); None = off.
         fast_max_s: Longest estimated run time (s) of a job the fast-GPU guard places.
         elastic_gain: Turn on elastic sizing (see :class:`CoreActorPolicy`); None = off.
@@ -1332,6 +1375,7 @@ class MAIFSPolicy(CoreActorPolicy):
         critical_ratio: float = 4.0,
         critical_wait_s: float = 0.0,
         mem_hold_phi: float | None = None,
+        preempt_fast: float | None = None,
         window_order: str | None = None,
         net: tuple[Any, Any] | None = None,
     ) -> None:
@@ -1376,6 +1420,7 @@ class MAIFSPolicy(CoreActorPolicy):
             critical_ratio=critical_ratio,
             critical_wait_s=critical_wait_s,
             mem_hold_phi=mem_hold_phi,
+            preempt_fast=preempt_fast,
         )
 
     def reset(

@@ -1119,3 +1119,99 @@ def test_shrink_keeps_each_nodes_amounts_per_gpu() -> None:
     assert pol.run_stats()["shrinks"] == 1
     assert res.start_time[1] == pytest.approx(120.0)
     assert np.isfinite(res.finish_time).all()
+
+
+def _first_node_actor(core: EnvCore) -> np.ndarray:
+    """The lowest-index node that can hold the first waiting job alone claims it."""
+    a = np.zeros(core.N, dtype=np.int64)
+    one = core.features.one
+    single = core.ma.single[:, :, one[0], one[1], one[2]]
+    ks = np.flatnonzero(core.slot_ok & single.any(axis=0))
+    if ks.size:
+        a[int(np.flatnonzero(single[:, ks[0]])[0])] = int(core.codec.encode(ks[0], *one))
+    return a
+
+
+@pytest.mark.parametrize(
+    ("fast", "elastic", "preempted"),
+    [(None, False, False), (4.0, False, True), (8.0, False, False), (4.0, True, False)],
+)
+def test_preemption_for_a_much_faster_gpu(
+    fast: float | None, elastic: bool, preempted: bool
+) -> None:
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings
+
+    # An A100 node and a T4 node, one GPU each; the model runs 5x faster on the A100. Job 0
+    # (7,200 s on the A100) takes it at 0 s. Job 1 (120 s on the A100, 600 s on the T4) arrives
+    # at 120 s: the T4 is free, at a fifth of its best speed. At a speedup threshold of 4 it
+    # preempts job 0 (whose 7,080 s left exceed 4 x 120 s) and runs on the A100; at 8 (or off,
+    # or when job 1 is elastic: elastic jobs get room by shrinking) it runs on the T4.
+    cl = make_cluster(
+        [
+            {"gpu_type": "a100", "count": 1, "gpus": 1, "cpus": 16, "mem_gib": 64},
+            {"gpu_type": "t4", "count": 1, "gpus": 1, "cpus": 16, "mem_gib": 64},
+        ]
+    )
+    base = np.ones((2, len(GPU_TYPE_NAMES)))
+    base[:, GPU_TYPE_NAMES.index("a100")] = 5.0
+    tm = make_tm(base, restart_s=30.0)
+    wl = make_workload(
+        [0.0, 120.0], [36000.0, 600.0], [1, 1], elastic=([1, 1], [1, 2]) if elastic else None
+    )
+    settings = EnvSettings(window=4, advance="event", round_s=60)
+    pol = CoreActorPolicy(
+        settings, _first_node_actor, preempt_ratio=4.0, preempt_wait_s=7200.0, preempt_fast=fast
+    )
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+    stats = pol.run_stats()
+    assert res.start_time[1] == pytest.approx(120.0)
+    if preempted:
+        assert (stats["fast_preemptions"], stats["preemptions"]) == (1, 1)
+        assert res.finish_time[1] == pytest.approx(240.0)
+        assert res.restarts[0] == 1
+        assert res.gpu_s_by_type[1, GPU_TYPE_NAMES.index("t4")] == 0
+    else:
+        assert (stats["fast_preemptions"], stats["preemptions"]) == (0, 0)
+        assert res.finish_time[1] == pytest.approx(720.0)
+        assert res.finish_time[0] == pytest.approx(7200.0)
+
+
+def test_preemption_for_a_much_faster_gpu_arguments_are_checked() -> None:
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings
+
+    settings = EnvSettings(window=4, advance="event", round_s=60)
+    with pytest.raises(ValueError, match="must be > 1"):
+        CoreActorPolicy(settings, None, preempt_ratio=4.0, preempt_fast=1.0)
+    with pytest.raises(ValueError, match="needs preempt_ratio"):
+        CoreActorPolicy(settings, None, preempt_fast=4.0)
+
+
+def test_preemption_for_a_much_faster_gpu_needs_the_speedup_on_the_victims_type() -> None:
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings
+
+    # A100, RTX 2080 Ti and T4 nodes (one GPU each) at rates 5, 2 and 1. Job 0 (short) runs on
+    # the A100 and job 1 (long) on the RTX when job 2 arrives; only the T4 is free, at a fifth
+    # of job 2's best speed. Job 0 has too little left to be a victim, and the RTX is only 2x
+    # faster than the T4, below the threshold of 4, so job 1 is not preempted either.
+    cl = make_cluster(
+        [
+            {"gpu_type": g, "count": 1, "gpus": 1, "cpus": 16, "mem_gib": 64}
+            for g in ("a100", "rtx2080ti", "t4")
+        ]
+    )
+    base = np.ones((2, len(GPU_TYPE_NAMES)))
+    base[:, GPU_TYPE_NAMES.index("a100")] = 5.0
+    base[:, GPU_TYPE_NAMES.index("rtx2080ti")] = 2.0
+    tm = make_tm(base)
+    wl = make_workload([0.0, 0.0, 120.0], [2600.0, 36000.0, 600.0], [1, 1, 1])
+    settings = EnvSettings(window=4, advance="event", round_s=60)
+    pol = CoreActorPolicy(settings, _first_node_actor, preempt_ratio=4.0, preempt_fast=4.0)
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+    assert pol.run_stats()["preemptions"] == 0
+    assert res.finish_time[2] == pytest.approx(720.0)
+    assert res.restarts.sum() == 0

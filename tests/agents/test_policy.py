@@ -994,14 +994,16 @@ def test_makespan_guard_arguments_are_checked(kwargs: dict[str, float], match: s
         CoreActorPolicy(EnvSettings(window=4, advance="event", round_s=60), None, **kwargs)
 
 
-def _all_claim_actor(core: EnvCore) -> np.ndarray:
-    """Every node that can hold the first waiting job alone at its request claims it."""
+def _all_claim_actor(core: EnvCore, first_only: bool = False) -> np.ndarray:
+    """Every node (or, with ``first_only``, the lowest-index one) that can hold the first
+    waiting job alone at its request claims it."""
     a = np.zeros(core.N, dtype=np.int64)
     one = core.features.one
     single = core.ma.single[:, :, one[0], one[1], one[2]]
     ks = np.flatnonzero(core.slot_ok & single.any(axis=0))
     if ks.size:
-        a[single[:, ks[0]]] = int(core.codec.encode(ks[0], *one))
+        nodes = np.flatnonzero(single[:, ks[0]])
+        a[nodes[:1] if first_only else nodes] = int(core.codec.encode(ks[0], *one))
     return a
 
 
@@ -1123,13 +1125,7 @@ def test_shrink_keeps_each_nodes_amounts_per_gpu() -> None:
 
 def _first_node_actor(core: EnvCore) -> np.ndarray:
     """The lowest-index node that can hold the first waiting job alone claims it."""
-    a = np.zeros(core.N, dtype=np.int64)
-    one = core.features.one
-    single = core.ma.single[:, :, one[0], one[1], one[2]]
-    ks = np.flatnonzero(core.slot_ok & single.any(axis=0))
-    if ks.size:
-        a[int(np.flatnonzero(single[:, ks[0]])[0])] = int(core.codec.encode(ks[0], *one))
-    return a
+    return _all_claim_actor(core, first_only=True)
 
 
 @pytest.mark.parametrize(

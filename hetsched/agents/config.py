@@ -288,9 +288,9 @@ class MAIFSSchedulerConf:
             below this speed factor is raised to the most memory legal, or withdrawn when
             another node could do better (null = off): see
             :class:`hetsched.agents.policy.CoreActorPolicy`.
-        preempt_fast: Preemption for a much faster GPU: a waiting job whose fastest GPU type
-            runs it this many times faster than the best node free now may preempt there at
-            once (needs ``preempt_ratio``; null = off): see
+        preempt_fast: Preemption for a much faster GPU: a rigid waiting job whose fastest GPU
+            type runs it this many times faster than the best node free now may preempt there
+            at once (needs ``preempt_ratio``; null = off): see
             :class:`hetsched.agents.policy.CoreActorPolicy`.
         window_order: Override the agents' window order (``arrival``, ``attained`` or ``sjf``;
             null = the checkpoint's, ``arrival``).

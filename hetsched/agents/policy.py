@@ -200,15 +200,16 @@ class CoreActorPolicy(BasePolicy):
     * **Preemption for a much faster GPU** (``preempt_fast``, off by default; needs
       ``preempt_ratio``): before the actor's steps, the same rule runs for the rigid window
       jobs (shortest first, no waiting time; elastic jobs get room by shrinking) whose best
-      legal node now runs them at most
-      ``1 / preempt_fast`` of their speed on their fastest allowed type (isolated rates at the
-      request). Such a job may take a victim's place only on a node whose GPU type runs it at
-      least ``preempt_fast`` times faster than the best node free now, with the same victim
-      conditions (one node, ``preempt_max``, ``preempt_ratio`` times its run time there,
-      never a job the makespan guard placed). Jobs that fit nowhere are left to the rule above. It
-      gives a GPU type's large speedups to short jobs at once (e.g. bert runs 5x faster on an
-      A100 than on an RTX 2080 Ti), as Sia does by time-sharing; counter
-      ``fast_preemptions`` (the jobs it placed; their victims count in ``preemptions``).
+      legal node now runs them at most ``1 / preempt_fast`` of their speed on their fastest
+      allowed type (isolated rates at the request). Such a job may take a victim's place only
+      on a node whose GPU type runs it at least ``preempt_fast`` times faster than the best
+      node free now, with the same victim conditions (one node, ``preempt_max``,
+      ``preempt_ratio`` times its run time there, never a job the makespan guard placed). Jobs
+      that fit nowhere are left to the rule above. It gives a GPU type's large speedups to
+      short jobs at once (e.g. bert runs 5x faster on an A100 than on an RTX 2080 Ti), as Sia
+      does by time-sharing; counter ``fast_preemptions`` (the jobs it placed; their victims
+      count in ``preemptions``). ``scheduler=maifs`` turns it on at 2 (chosen on validation;
+      on the test windows it lengthened the loaded windows' makespan, ``docs/results.md``).
     * **Elastic sizing** (``elastic_gain``, off by default): the policy sees each elastic job
       (``min_gpus < max_gpus``) with a request of its own choosing, :func:`elastic_request`:
       starting from ``min_gpus``, the count doubles (the last step up to the job's request)

@@ -809,12 +809,11 @@ class CoreActorPolicy(BasePolicy):
             w = np.where(core.slot_ok, core.window, 0)
             legal = core.ma.legal[:, :, g1, c1, m1]  # (N, K) at the requested amounts
             waited = state.time - wl.arrival[w]
-            # The best speed (relative to its fastest type) each window job gets now, 0 if none.
-            speed_n = jt.rel_tput[w][:, cl.node_type].T  # (N, K)
-            now = np.where(legal, speed_n, 0.0).max(axis=0)  # (K,)
             if fast is None:  # jobs that fit nowhere and have waited
-                cand = core.slot_ok & (now <= 0) & (waited >= self.preempt_wait_s)
+                cand = core.slot_ok & ~legal.any(axis=0) & (waited >= self.preempt_wait_s)
             else:  # rigid jobs their fastest GPUs run `fast` times faster than the best free now
+                # The best speed (relative to its fastest type) each job gets now, 0 if none.
+                now = np.where(legal, jt.rel_tput[w][:, cl.node_type].T, 0.0).max(axis=0)  # (K,)
                 rigid = wl.min_gpus[w] == wl.max_gpus[w]  # elastic ones get room by shrinking
                 cand = core.slot_ok & rigid & (now > 0) & (now * fast <= 1.0 + 1e-9)
             if not cand.any():

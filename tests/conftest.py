@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -20,6 +20,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--run-slow", action="store_true", default=False, help="also run tests marked slow"
     )
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _sb3_logdir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Keep Stable-Baselines3's default log folders (one per ``learn``) out of the system temp
+    folder: SB3 makes ``SB3-<date>`` there unless ``SB3_LOGDIR`` names one."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("SB3_LOGDIR", str(tmp_path_factory.mktemp("sb3")))
+    yield
+    mp.undo()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

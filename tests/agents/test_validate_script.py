@@ -112,6 +112,38 @@ def test_loaded_sets_share_no_job_with_the_test_windows() -> None:
         assert len(held) == 300 and not held & tests
 
 
+def test_scan_sets_share_no_job_with_the_test_windows_or_the_other_sets() -> None:
+    import numpy as np
+
+    from hetsched.envs.presets import resolve_workload
+
+    mod = _load()
+    from hetsched.envs.presets import resolve_cluster
+    from hetsched.sim.throughput import default_throughput
+
+    tm = default_throughput()
+
+    def jobs(start: int, busiest: bool, cluster: str = "pai_mixed") -> set[str]:
+        f = resolve_workload("philly", {"start": start, "num_jobs": 300, "busiest": busiest})
+        assert callable(f)
+        wl = f(throughput=tm, cluster=resolve_cluster(cluster), rng=np.random.default_rng(0))
+        return set(wl.job_id.tolist())
+
+    taken = jobs(0, True) | jobs(44000, True) | jobs(30000, False)  # t1, t2, t3
+    for s in mod.LOADED_SETS + mod.VALIDATION_SETS:  # type: ignore[attr-defined]
+        if len(s) > 2 and not s[2]:
+            taken |= jobs(s[1], False)
+    sets = mod.SCAN_SETS  # type: ignore[attr-defined]
+    assert len(sets) == 51 and not any(s[2] for s in sets)
+    for start in sorted({s[1] for s in sets}):
+        held = jobs(start, False)
+        assert len(held) == 300 and not held & taken, start
+        taken |= held  # the stretches do not overlap each other either
+    # Every sia_64 stretch fits that cluster (the others raise a TraceError there).
+    for start in mod.SCAN_STARTS["sia_64"]:  # type: ignore[attr-defined]
+        assert len(jobs(start, False, "sia_64")) == 300
+
+
 def test_elastic_sets_avoid_the_helios_test_file() -> None:
     mod = _load()
     sets = mod.ELASTIC_SETS  # type: ignore[attr-defined]
@@ -165,6 +197,10 @@ def test_at_or_below_counts_the_sets_where_both_metrics_are_no_worse() -> None:
         {"cluster": "d", "start": 1, "name": "a", "jct_h": 2.1, "mk_h": 9.0},  # JCT worse
     ]
     assert mod.at_or_below(rows, "base") == {"a": [True, False, False]}  # type: ignore[attr-defined]
+    # Relative score: mean of jct/base + makespan/base over the three sets; base is 2.0.
+    score = mod.score_vs(rows, "base")  # type: ignore[attr-defined]
+    assert score["base"] == pytest.approx(2.0)
+    assert score["a"] == pytest.approx(((0.5 + 1.0) + (0.5 + 1.05) + (1.05 + 0.9)) / 3)
 
 
 def test_a_baseline_runs_beside_the_checkpoints() -> None:

@@ -14,6 +14,11 @@ Score per checkpoint: the mean over the sets of ``avg JCT / teacher's avg JCT + 
 teacher's makespan`` (lower is better; the teacher alone scores 2.0). Both halves matter: the
 issue's bar asks for lower average JCT *and* no worse makespan than the baselines.
 
+The rule flags (``--starve-guard-s``, ``--preempt-fast``, ...) turn on the rules of
+:class:`~hetsched.agents.policy.MAIFSPolicy`; without any, each checkpoint runs bare.
+``--preset`` takes every rule from ``conf/scheduler/maifs.yaml`` (what ``scheduler=maifs``
+runs), and rule flags given with it override its values.
+
 ``--loaded`` adds six loaded stretches (:data:`LOADED_SETS`): long jobs queue there for hours,
 the failure mode of test window t3 that the other sets miss.
 
@@ -51,6 +56,7 @@ Usage::
         --fast-max-s 10800 --window-order sjf --keep-memory \
         --critical-s 86400 --critical-wait-s 10800 --mem-hold-phi 0.4 --alibaba --loaded \
         --vs sia
+    python scripts/validate_maifs.py A.pt --preset --only-scan --vs sia --seeds 50
 """
 
 from __future__ import annotations
@@ -193,6 +199,48 @@ def at_or_below(rows: Sequence[Mapping[str, Any]], baseline: str) -> dict[str, l
     return out
 
 
+#: The rule settings of :class:`MAIFSPolicy` that ``--preset`` reads (the rule flags' names).
+RULES: tuple[str, ...] = (
+    "long_guard_s",
+    "starve_guard_s",
+    "migrate_gain",
+    "preempt_ratio",
+    "preempt_wait_s",
+    "preempt_max",
+    "preempt_fast",
+    "fast_wait_s",
+    "fast_max_s",
+    "elastic_gain",
+    "elastic_max_s",
+    "grow_gain",
+    "keep_memory",
+    "grow_factor",
+    "grow_at_request",
+    "shrink_order",
+    "shrink_fastest",
+    "critical_s",
+    "critical_ratio",
+    "critical_wait_s",
+    "mem_hold_phi",
+    "window_order",
+)
+
+
+def preset_rules(name: str = "maifs") -> dict[str, Any]:
+    """The rule settings of the scheduler preset ``conf/scheduler/<name>.yaml`` (composed as
+    ``evaluate.py`` composes it), by the names in :data:`RULES`."""
+    from hydra import compose, initialize_config_dir
+
+    import hetsched.config  # noqa: F401  (registers the schemas)
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        node = compose("evaluate", overrides=[f"scheduler={name}"]).scheduler[name]
+    out = {k: node[k] for k in RULES}
+    if out["elastic_max_s"] is None:  # the policy's "no limit"
+        out["elastic_max_s"] = float("inf")
+    return out
+
+
 def score_vs(rows: Sequence[Mapping[str, Any]], baseline: str) -> dict[str, float]:
     """Per name, the mean over the sets of ``avg JCT / baseline's + makespan / baseline's``
     (the baseline scores 2.0; lower is better), like the teacher-relative score."""
@@ -279,8 +327,9 @@ def score_checkpoints(
     return {name: float(np.mean(v)) for name, v in ratios.items()}, rows
 
 
-def main() -> None:
-    """Command-line entry point."""
+def parse_args(argv: Sequence[str] | None = None) -> tuple[argparse.ArgumentParser, Any]:
+    """The parser and the parsed arguments (``argv``: None = ``sys.argv[1:]``); ``--preset``
+    makes the preset's rules the defaults of the rule flags."""
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -360,7 +409,20 @@ def main() -> None:
         "checkpoint's avg JCT and makespan are both at or below its (slow for sia)",
     )
     ap.add_argument("--out", type=Path, default=None, help="also write the tables as Markdown")
-    args = ap.parse_args()
+    ap.add_argument(
+        "--preset",
+        action="store_true",
+        help="take the rules from conf/scheduler/maifs.yaml (what scheduler=maifs runs); "
+        "rule flags given as well override them",
+    )
+    if ap.parse_known_args(argv)[0].preset:
+        ap.set_defaults(**preset_rules())
+    return ap, ap.parse_args(argv)
+
+
+def main() -> None:
+    """Command-line entry point."""
+    ap, args = parse_args()
     files = (2, 3, 4) if args.elastic_files is None else tuple(args.elastic_files)
     if 1 in files:
         ap.error("--elastic-files: file 1 is the held-out test trace of every elastic preset")
@@ -370,30 +432,7 @@ def main() -> None:
     missing = [str(p) for p in args.checkpoints if not p.is_file()]
     if missing:
         ap.error(f"no such checkpoint file: {', '.join(missing)}")
-    rules = {
-        "long_guard_s": args.long_guard_s,
-        "starve_guard_s": args.starve_guard_s,
-        "migrate_gain": args.migrate_gain,
-        "preempt_ratio": args.preempt_ratio,
-        "preempt_wait_s": args.preempt_wait_s,
-        "preempt_max": args.preempt_max,
-        "preempt_fast": args.preempt_fast,
-        "fast_wait_s": args.fast_wait_s,
-        "fast_max_s": args.fast_max_s,
-        "elastic_gain": args.elastic_gain,
-        "elastic_max_s": args.elastic_max_s,
-        "grow_gain": args.grow_gain,
-        "keep_memory": args.keep_memory,
-        "grow_factor": args.grow_factor,
-        "grow_at_request": args.grow_at_request,
-        "shrink_order": args.shrink_order,
-        "shrink_fastest": args.shrink_fastest,
-        "critical_s": args.critical_s,
-        "critical_ratio": args.critical_ratio,
-        "critical_wait_s": args.critical_wait_s,
-        "mem_hold_phi": args.mem_hold_phi,
-        "window_order": args.window_order,
-    }
+    rules = {k: getattr(args, k) for k in RULES}
     sets = (
         VALIDATION_SETS
         + (LOADED_SETS if args.loaded else ())

@@ -215,3 +215,28 @@ def test_a_baseline_runs_beside_the_checkpoints() -> None:
     assert len(mod.at_or_below(rows, "fifo")[str(ck)]) == 1  # type: ignore[attr-defined]
     with pytest.raises(ValueError, match="no scheduler preset"):
         mod.baseline_factory("nonesuch")  # type: ignore[attr-defined]
+
+
+def test_preset_flag_reads_the_rules_scheduler_maifs_runs() -> None:
+    mod = _load()
+    # The rules of conf/scheduler/maifs.yaml spelled out as flags (the preset of docs/results.md).
+    import shlex
+
+    flags = shlex.split(
+        "--starve-guard-s 21600 --migrate-gain 0.1 --preempt-ratio 4 --preempt-max 3 "
+        "--preempt-wait-s 7200 --fast-wait-s 0 --fast-max-s 10800 --window-order sjf "
+        "--keep-memory --elastic-gain 2.0 --grow-gain 0.05 --grow-factor 8 --grow-at-request "
+        "--shrink-order restart_cost --shrink-fastest --critical-s 86400 --critical-wait-s 10800 "
+        "--mem-hold-phi 0.4 --preempt-fast 2"
+    )
+    rules = mod.RULES  # type: ignore[attr-defined]
+    _, spelled = mod.parse_args(["x.pt", *flags])  # type: ignore[attr-defined]
+    _, preset = mod.parse_args(["x.pt", "--preset"])  # type: ignore[attr-defined]
+    assert {k: getattr(preset, k) for k in rules} == {k: getattr(spelled, k) for k in rules}
+    assert preset.preempt_fast == 2.0 and preset.window_order == "sjf"
+    # A rule flag given with --preset overrides the preset's value.
+    _, over = mod.parse_args(["x.pt", "--preset", "--preempt-fast", "3"])  # type: ignore[attr-defined]
+    assert over.preempt_fast == 3.0 and over.starve_guard_s == 21600.0
+    # Without --preset the rules are off.
+    _, bare = mod.parse_args(["x.pt"])  # type: ignore[attr-defined]
+    assert bare.preempt_fast is None and bare.starve_guard_s is None

@@ -24,7 +24,7 @@ the failure mode of test window t3 that the other sets miss.
 
 ``--scan`` adds 51 stretches of 300 consecutive Philly jobs (:data:`SCAN_SETS`): every
 2,500th sorted job from 0 to 80,000 on both clusters, but for those overlapping a test window
-or another set. The rules were chosen on the sets above, so they may be fitted to them; this
+or another quiet set. The rules were chosen on the sets above, so they may be fitted to them; this
 broad scan, added later, checks that (``--only-scan --vs sia --seeds 50``, docs/results.md).
 
 ``--alibaba`` adds two sets from the Alibaba PAI v2023 trace (research-use data, not shipped:
@@ -69,6 +69,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm.auto import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -172,17 +173,23 @@ def baseline_factory(name: str) -> Callable[[], Any]:
     Raises:
         ValueError: If there is no such preset.
     """
-    from hydra import compose, initialize_config_dir
     from hydra.utils import instantiate
-
-    import hetsched.config  # noqa: F401  (registers the schemas)
 
     if not (CONF_DIR / "scheduler" / f"{name}.yaml").is_file():
         avail = sorted(p.stem for p in (CONF_DIR / "scheduler").glob("*.yaml"))
         raise ValueError(f"--vs {name}: no scheduler preset of that name; available: {avail}")
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        node = compose("evaluate", overrides=[f"scheduler={name}"]).scheduler[name]
+    node = scheduler_node(name)
     return lambda: instantiate(node)
+
+
+def scheduler_node(name: str) -> Any:
+    """The composed config of ``conf/scheduler/<name>.yaml``, as ``evaluate.py`` composes it."""
+    from hydra import compose, initialize_config_dir
+
+    import hetsched.config  # noqa: F401  (registers the schemas)
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return compose("evaluate", overrides=[f"scheduler={name}"]).scheduler[name]
 
 
 def at_or_below(rows: Sequence[Mapping[str, Any]], baseline: str) -> dict[str, list[bool]]:
@@ -229,12 +236,7 @@ RULES: tuple[str, ...] = (
 def preset_rules(name: str = "maifs") -> dict[str, Any]:
     """The rule settings of the scheduler preset ``conf/scheduler/<name>.yaml`` (composed as
     ``evaluate.py`` composes it), by the names in :data:`RULES`."""
-    from hydra import compose, initialize_config_dir
-
-    import hetsched.config  # noqa: F401  (registers the schemas)
-
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        node = compose("evaluate", overrides=[f"scheduler={name}"]).scheduler[name]
+    node = scheduler_node(name)
     out = {k: node[k] for k in RULES}
     if out["elastic_max_s"] is None:  # the policy's "no limit"
         out["elastic_max_s"] = float("inf")
@@ -259,6 +261,7 @@ def score_checkpoints(
     sets: Sequence[ValidationSet] = VALIDATION_SETS,
     seeds: Sequence[int] = SEEDS,
     baselines: Mapping[str, Callable[[], Any]] | None = None,
+    progress: bool = False,
 ) -> tuple[dict[str, float], list[dict[str, Any]]]:
     """Run the teacher, every checkpoint and the ``baselines`` on the validation sets.
 
@@ -273,6 +276,7 @@ def score_checkpoints(
         seeds: Seeds per set.
         baselines: Further schedulers by name (e.g. ``{"sia": baseline_factory("sia")}``),
             run through the same runner on the same sets and seeds (scored like the others).
+        progress: Show a progress bar over the sets (on stderr).
 
     Returns:
         ``(score per name, rows)``: the score as in the module docstring (``teacher`` included,
@@ -288,7 +292,9 @@ def score_checkpoints(
     policies.update(baselines or {})
     rows: list[dict[str, Any]] = []
     ratios: dict[str, list[float]] = {name: [] for name in policies}
-    for vset in sets:
+    bar = tqdm(sets, desc="validation sets", unit="set", disable=not progress)
+    for vset in bar:
+        bar.set_postfix_str(" ".join(str(x) for x in vset))
         cluster_name, start = vset[0], vset[1]
         busiest = bool(vset[2]) if len(vset) > 2 else True
         trace = str(vset[3]) if len(vset) > 3 else "philly"
@@ -413,7 +419,7 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[argparse.ArgumentPars
         "--preset",
         action="store_true",
         help="take the rules from conf/scheduler/maifs.yaml (what scheduler=maifs runs); "
-        "rule flags given as well override them",
+        "rule flags given as well override them (switches such as --keep-memory only turn on)",
     )
     if ap.parse_known_args(argv)[0].preset:
         ap.set_defaults(**preset_rules())
@@ -456,6 +462,7 @@ def main() -> None:
         seeds=args.seeds,
         sets=sets,
         baselines=baselines,
+        progress=True,
     )
     lines = ["| cluster | start | name | avg JCT (h) | makespan (h) |", "|---|---|---|---|---|"]
     lines += [

@@ -64,6 +64,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import fields
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,7 @@ from tqdm.auto import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from hetsched.agents.config import MAIFSSchedulerConf  # noqa: E402
 from hetsched.agents.policy import SHRINK_ORDERS, MAIFSPolicy, TeacherPolicy  # noqa: E402
 from hetsched.envs.presets import CONF_DIR, resolve_cluster, resolve_workload  # noqa: E402
 from hetsched.evaluation import atomic_write_text, evaluate  # noqa: E402
@@ -206,30 +208,12 @@ def at_or_below(rows: Sequence[Mapping[str, Any]], baseline: str) -> dict[str, l
     return out
 
 
-#: The rule settings of :class:`MAIFSPolicy` that ``--preset`` reads (the rule flags' names).
-RULES: tuple[str, ...] = (
-    "long_guard_s",
-    "starve_guard_s",
-    "migrate_gain",
-    "preempt_ratio",
-    "preempt_wait_s",
-    "preempt_max",
-    "preempt_fast",
-    "fast_wait_s",
-    "fast_max_s",
-    "elastic_gain",
-    "elastic_max_s",
-    "grow_gain",
-    "keep_memory",
-    "grow_factor",
-    "grow_at_request",
-    "shrink_order",
-    "shrink_fastest",
-    "critical_s",
-    "critical_ratio",
-    "critical_wait_s",
-    "mem_hold_phi",
-    "window_order",
+#: The rule settings of :class:`MAIFSPolicy` (the rule flags' names): the fields of the
+#: ``scheduler=maifs`` schema but those naming the checkpoint and how it acts.
+RULES: tuple[str, ...] = tuple(
+    f.name
+    for f in fields(MAIFSSchedulerConf)
+    if f.name not in ("_target_", "checkpoint", "greedy", "conflict")
 )
 
 
@@ -237,10 +221,7 @@ def preset_rules(name: str = "maifs") -> dict[str, Any]:
     """The rule settings of the scheduler preset ``conf/scheduler/<name>.yaml`` (composed as
     ``evaluate.py`` composes it), by the names in :data:`RULES`."""
     node = scheduler_node(name)
-    out = {k: node[k] for k in RULES}
-    if out["elastic_max_s"] is None:  # the policy's "no limit"
-        out["elastic_max_s"] = float("inf")
-    return out
+    return {k: node[k] for k in RULES}
 
 
 def score_vs(rows: Sequence[Mapping[str, Any]], baseline: str) -> dict[str, float]:
@@ -333,7 +314,9 @@ def score_checkpoints(
     return {name: float(np.mean(v)) for name, v in ratios.items()}, rows
 
 
-def parse_args(argv: Sequence[str] | None = None) -> tuple[argparse.ArgumentParser, Any]:
+def parse_args(
+    argv: Sequence[str] | None = None,
+) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
     """The parser and the parsed arguments (``argv``: None = ``sys.argv[1:]``); ``--preset``
     makes the preset's rules the defaults of the rule flags."""
     ap = argparse.ArgumentParser(
@@ -355,7 +338,7 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[argparse.ArgumentPars
     ap.add_argument("--fast-wait-s", type=float, default=None)
     ap.add_argument("--fast-max-s", type=float, default=3600.0)
     ap.add_argument("--elastic-gain", type=float, default=None)
-    ap.add_argument("--elastic-max-s", type=float, default=float("inf"))
+    ap.add_argument("--elastic-max-s", type=float, default=None, help="seconds; default: no limit")
     ap.add_argument("--grow-gain", type=float, default=None)
     ap.add_argument("--grow-factor", type=int, default=2)
     ap.add_argument(

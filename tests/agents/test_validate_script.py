@@ -237,6 +237,7 @@ def test_preset_flag_reads_the_rules_scheduler_maifs_runs() -> None:
     # A rule flag given with --preset overrides the preset's value.
     _, over = mod.parse_args(["x.pt", "--preset", "--preempt-fast", "3"])  # type: ignore[attr-defined]
     assert over.preempt_fast == 3.0 and over.starve_guard_s == 21600.0
-    # Without --preset the rules are off.
+    # Without --preset the rules are off, and every rule of the schema has a flag.
     _, bare = mod.parse_args(["x.pt"])  # type: ignore[attr-defined]
     assert bare.preempt_fast is None and bare.starve_guard_s is None
+    assert all(hasattr(bare, k) for k in rules) and "mem_hold_phi" in rules

@@ -77,6 +77,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hetsched.agents.config import MAIFSSchedulerConf  # noqa: E402
 from hetsched.agents.policy import SHRINK_ORDERS, MAIFSPolicy, TeacherPolicy  # noqa: E402
 from hetsched.envs.presets import CONF_DIR, resolve_cluster, resolve_workload  # noqa: E402
+from hetsched.envs.spaces import WINDOW_ORDERS  # noqa: E402
 from hetsched.evaluation import atomic_write_text, evaluate  # noqa: E402
 from hetsched.sim.engine import SimConfig  # noqa: E402
 from hetsched.sim.throughput import default_throughput  # noqa: E402
@@ -360,7 +361,7 @@ def parse_args(
     ap.add_argument("--critical-ratio", type=float, default=4.0)
     ap.add_argument("--critical-wait-s", type=float, default=0.0)
     ap.add_argument("--mem-hold-phi", type=float, default=None)
-    ap.add_argument("--window-order", choices=("arrival", "attained", "sjf"), default=None)
+    ap.add_argument("--window-order", choices=WINDOW_ORDERS, default=None)
     ap.add_argument(
         "--seeds", type=int, nargs="+", default=list(SEEDS), help="validation seeds (< 100)"
     )

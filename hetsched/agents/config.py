@@ -36,7 +36,8 @@ class AgentEnvConf:
         reward_progress: Weight of the progress shaping term (0 = off; see
             :class:`hetsched.envs.spaces.RewardWeights`).
         max_steps: Steps after which a training episode is truncated.
-        window_order: Order of the candidate window (``arrival``, ``attained`` or ``sjf``; see
+        window_order: Order of the candidate window (``arrival``, ``attained``, ``sjf`` or
+            ``typed``; see
             :class:`hetsched.envs.spaces.EnvSettings`). Checkpoints saved before this field
             existed load with ``arrival``, the order they were trained with.
     """
@@ -292,8 +293,8 @@ class MAIFSSchedulerConf:
             type runs it this many times faster than the best node free now may preempt there
             at once (needs ``preempt_ratio``; null = off): see
             :class:`hetsched.agents.policy.CoreActorPolicy`.
-        window_order: Override the agents' window order (``arrival``, ``attained`` or ``sjf``;
-            null = the checkpoint's, ``arrival``).
+        window_order: Override the agents' window order (``arrival``, ``attained``, ``sjf``
+            or ``typed``; null = the checkpoint's, ``arrival``).
     """
 
     _target_: str = "hetsched.agents.policy.MAIFSPolicy"

@@ -1344,7 +1344,8 @@ class MAIFSPolicy(CoreActorPolicy):
         mem_hold_phi: Turn on the memory hold at this speed factor (see
             :class:`CoreActorPolicy`); None = off.
         window_order: Override the window order the agents see (``"arrival"``,
-            ``"attained"`` or ``"sjf"``, shortest estimated run time first); None = the
+            ``"attained"``, ``"sjf"``, shortest estimated run time first, or ``"typed"``, each
+            GPU type's shortest jobs in turn; see :class:`EnvSettings`); None = the
             checkpoint's (``agent.env.window_order``, ``"arrival"`` for checkpoints saved
             before that field existed).
         net: Use this network and config instead of a file (training-time evaluation).

@@ -66,8 +66,9 @@ class ClusterCentralEnv(gymnasium.Env[NDArray[np.float32], np.int64]):
 
     **Version history.** ``hetsched/ClusterCentral-v0`` (hetsched 0.1.0): first release; the
     same later changes as ``hetsched/Cluster-v0`` (speed-ups; stall detection with
-    ``skip_idle=False``; the optional progress shaping term and the ``"sjf"`` window order, both
-    off by default), none of which changes spaces, dynamics or default rewards.
+    ``skip_idle=False``; the optional progress shaping term and the ``"sjf"`` and ``"typed"``
+    window orders, all off by default), none of which changes spaces, dynamics or default
+    rewards.
 
     Args: as :class:`hetsched.envs.cluster_env.ClusterParallelEnv` (``conflict_rule`` is
     accepted for a uniform signature and unused: one placement per step cannot conflict).

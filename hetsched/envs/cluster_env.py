@@ -132,7 +132,8 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
     also detected with ``skip_idle=False`` (before, such an episode ran to ``max_cycles``), and
     two additions that change nothing by default: the optional progress shaping term
     (``reward_weights={"progress": w}``, info key ``reward_progress``, 0 unless enabled) and
-    the window order ``window_order="sjf"`` (shortest estimated run time first).
+    the window orders ``window_order="sjf"`` (shortest estimated run time first) and
+    ``window_order="typed"`` (each GPU type's shortest jobs on that type, in turn).
     The suffix is bumped whenever spaces, dynamics or rewards change (saved agents depend on
     them: MAIFS checkpoints record the env id and observation layout and refuse a mismatch).
 
@@ -151,7 +152,8 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         max_decisions_per_round: Decision steps after which time advances anyway.
         advance: ``"round"``, ``"no_pending"`` or ``"event"`` (see :class:`EnvSettings`).
         skip_idle: Advance by itself while no agent has a legal placement.
-        window_order: ``"arrival"``, ``"attained"`` or ``"sjf"`` (see :class:`EnvSettings`).
+        window_order: ``"arrival"``, ``"attained"``, ``"sjf"`` or ``"typed"`` (see
+            :class:`EnvSettings`).
         conflict_rule: ``"lowest_index"``, ``"best_fit"`` or ``"most_free"``.
         workload_kwargs: Overrides of a workload preset's fields, or extra factory kwargs
             (default for the ``"philly"`` preset: :data:`DEFAULT_WORKLOAD_KWARGS`).

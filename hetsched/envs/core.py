@@ -271,6 +271,8 @@ class EnvCore:
             pend = pend[np.lexsort((pend, sim.attained_gpu_s[pend]))]
         elif self.cfg.window_order == "sjf" and pend.size:
             pend = pend[np.lexsort((pend, self.est_run_s(pend)))]
+        elif self.cfg.window_order == "typed" and pend.size:
+            pend = pend[self.typed_order(pend)]
         self.pending = pend
         self.decision_step = 0
         self.refresh()
@@ -284,6 +286,36 @@ class EnvCore:
         out = np.full(best.shape, np.inf)  # a job no present type can run: never short
         np.divide(self.sim.remaining[jobs], best, out=out, where=best > 0)
         return out
+
+    def typed_order(self, jobs: NDArray[np.int64]) -> NDArray[np.int64]:
+        """Permutation of ``jobs`` for the ``"typed"`` window order.
+
+        Each GPU type present ranks the jobs it can run by their estimated run time on it
+        (remaining work over the isolated rate at the request on that type; ties to the lower
+        job index). The order takes the types' lists in turn -- the first job of every type,
+        then the second, and so on, types in index order -- and keeps each job's first
+        appearance, so every GPU type finds the jobs that run shortest on it near the front of
+        the window (with ``"sjf"``, a burst of jobs that are short only on the fastest type
+        fills the window while slower types idle). Jobs no present type can run come last, in
+        the given order. Loops over the (few) GPU types only; vectorised over jobs.
+
+        Returns:
+            Indices into ``jobs``, shape (len(jobs),).
+        """
+        assert self.sim is not None and self.jt is not None
+        rate = self.jt.rel_tput[jobs] * self.jt.best_tput[jobs, None]  # (P, T) work units/s
+        types = np.flatnonzero(self.cluster.gpus_per_type() > 0)
+        P = jobs.shape[0]
+        key = np.full(P, np.iinfo(np.int64).max, dtype=np.int64)
+        rem = self.sim.remaining[jobs]
+        for i, t in enumerate(types):
+            ok = rate[:, t] > 0
+            est = np.full(P, np.inf)
+            np.divide(rem, rate[:, t], out=est, where=ok)
+            rank = np.empty(P, dtype=np.int64)
+            rank[np.lexsort((jobs, est))] = np.arange(P)
+            key = np.where(ok, np.minimum(key, rank * types.size + i), key)
+        return np.lexsort((np.arange(P), key))
 
     def _add_entries(
         self,

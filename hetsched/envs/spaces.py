@@ -37,7 +37,7 @@ DEFAULT_MEM_LEVELS: tuple[float, ...] = (0.5, 1.0, 1.5)
 #: How a round's simulated time advances once the agents are done deciding.
 ADVANCE_MODES: tuple[str, ...] = ("round", "no_pending", "event")
 #: Order of the candidate window.
-WINDOW_ORDERS: tuple[str, ...] = ("arrival", "attained", "sjf")
+WINDOW_ORDERS: tuple[str, ...] = ("arrival", "attained", "sjf", "typed")
 #: Who wins when several agents claim the same single-node job.
 CONFLICT_RULES: tuple[str, ...] = ("lowest_index", "best_fit", "most_free")
 
@@ -196,7 +196,8 @@ class EnvSettings:
             arrival or completion instead of asking the agents to pass.
         window_order: ``"arrival"``, ``"attained"`` (least attained GPU-time first) or
             ``"sjf"`` (shortest estimated run time first: remaining work over the isolated
-            rate at the request on the fastest allowed GPU type present).
+            rate at the request on the fastest allowed GPU type present) or ``"typed"`` (each
+            GPU type's shortest jobs on that type in turn; ``EnvCore.typed_order``).
         conflict_rule: Winner among single-node claims of one job: ``"lowest_index"``,
             ``"best_fit"`` (fewest free GPUs left) or ``"most_free"``; ties to the lowest index.
         max_time_s: Simulation horizon in seconds (``None``: none); reaching it truncates.

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from env_helpers import act, jobs, tiny_central, tiny_env
+from env_helpers import TM, act, jobs, tiny_central, tiny_env
 
 from hetsched.envs import INFO_KEYS, REWARD_KEYS, ClusterParallelEnv
 
@@ -258,3 +258,34 @@ def test_window_order_sjf_shows_the_shortest_jobs_first(order: str, window: list
     assert env.core.window.tolist() == window
     with pytest.raises(ValueError, match="window_order='shortest'"):
         tiny_env(wl, window_order="shortest")
+
+
+def test_window_order_typed_gives_each_gpu_type_its_shortest_jobs() -> None:
+    # One A100 node and one T4 node. bert runs 10.2x faster on an A100 than on a T4,
+    # deepspeech2 only 1.45x. Two short bert jobs and a longer deepspeech2 job arrive:
+    # "sjf" shows only the bert jobs (shortest on the A100), which barely run on the T4;
+    # "typed" shows each type's shortest job on it, so the T4 sees deepspeech2.
+    cluster = {
+        "name": "a100_t4",
+        "nodes": [
+            {"gpu_type": "a100", "count": 1, "gpus": 4, "cpus": 32, "mem_gib": 256},
+            {"gpu_type": "t4", "count": 1, "gpus": 4, "cpus": 32, "mem_gib": 256},
+        ],
+    }
+    bert, ds2 = TM.models.index("bert"), TM.models.index("deepspeech2")
+    a100, t4 = TM.gpu_types.index("a100"), TM.gpu_types.index("t4")
+    model = np.array([bert, bert, ds2])
+    a100_s = np.array([100.0, 110.0, 300.0])  # seconds alone on one A100
+    wl = replace(
+        jobs([1, 1, 1]), model=model, work=TM.isolated(model, np.full(3, a100), 1) * a100_s
+    )
+    t4_s = wl.work / TM.isolated(model, np.full(3, t4), 1)
+    assert t4_s[2] < t4_s[0] < t4_s[1]  # 436 s < 1020 s < 1122 s
+    windows = {}
+    for order in ("sjf", "typed"):
+        env = ClusterParallelEnv(cluster, wl, throughput=TM, window=2, window_order=order)
+        env.reset(seed=0)
+        windows[order] = env.core.window.tolist()
+        assert env.core.pending.tolist() == ([0, 1, 2] if order == "sjf" else [2, 0, 1])
+    # Types in index order (t4 = 3 before a100 = 4): the T4's first job, the A100's first, ...
+    assert windows == {"sjf": [0, 1], "typed": [2, 0]}

@@ -224,7 +224,7 @@ def test_preset_flag_reads_the_rules_scheduler_maifs_runs() -> None:
 
     flags = shlex.split(
         "--starve-guard-s 21600 --migrate-gain 0.1 --preempt-ratio 4 --preempt-max 3 "
-        "--preempt-wait-s 7200 --fast-wait-s 0 --fast-max-s 10800 --window-order sjf "
+        "--preempt-wait-s 7200 --fast-wait-s 0 --fast-max-s 10800 --window-order typed "
         "--keep-memory --elastic-gain 2.0 --grow-gain 0.05 --grow-factor 8 --grow-at-request "
         "--shrink-order restart_cost --shrink-fastest --critical-s 86400 --critical-wait-s 10800 "
         "--mem-hold-phi 0.4 --preempt-fast 2"
@@ -233,7 +233,7 @@ def test_preset_flag_reads_the_rules_scheduler_maifs_runs() -> None:
     _, spelled = mod.parse_args(["x.pt", *flags])  # type: ignore[attr-defined]
     _, preset = mod.parse_args(["x.pt", "--preset"])  # type: ignore[attr-defined]
     assert {k: getattr(preset, k) for k in rules} == {k: getattr(spelled, k) for k in rules}
-    assert preset.preempt_fast == 2.0 and preset.window_order == "sjf"
+    assert preset.preempt_fast == 2.0 and preset.window_order == "typed"
     # A rule flag given with --preset overrides the preset's value.
     _, over = mod.parse_args(["x.pt", "--preset", "--preempt-fast", "3"])  # type: ignore[attr-defined]
     assert over.preempt_fast == 3.0 and over.starve_guard_s == 21600.0

@@ -37,9 +37,8 @@ class AgentEnvConf:
             :class:`hetsched.envs.spaces.RewardWeights`).
         max_steps: Steps after which a training episode is truncated.
         window_order: Order of the candidate window (``arrival``, ``attained``, ``sjf`` or
-            ``typed``; see
-            :class:`hetsched.envs.spaces.EnvSettings`). Checkpoints saved before this field
-            existed load with ``arrival``, the order they were trained with.
+            ``typed``; see :class:`hetsched.envs.spaces.EnvSettings`). Checkpoints saved
+            before this field existed load with ``arrival``, the order they were trained with.
     """
 
     window: int = 16

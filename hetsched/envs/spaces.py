@@ -194,7 +194,7 @@ class EnvSettings:
             ``"event"``: advance to the next arrival or completion (``event_driven``).
         skip_idle: When no agent has any legal placement, advance on its own to the next
             arrival or completion instead of asking the agents to pass.
-        window_order: ``"arrival"``, ``"attained"`` (least attained GPU-time first) or
+        window_order: ``"arrival"``, ``"attained"`` (least attained GPU-time first),
             ``"sjf"`` (shortest estimated run time first: remaining work over the isolated
             rate at the request on the fastest allowed GPU type present) or ``"typed"`` (each
             GPU type's shortest jobs on that type in turn; ``EnvCore.typed_order``).

@@ -75,7 +75,7 @@ from tqdm.auto import tqdm
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hetsched.agents.config import MAIFSSchedulerConf  # noqa: E402
-from hetsched.agents.policy import SHRINK_ORDERS, MAIFSPolicy, TeacherPolicy  # noqa: E402
+from hetsched.agents.policy import SHRINK_ORDERS, WAKE_RULES, MAIFSPolicy, TeacherPolicy  # noqa: E402
 from hetsched.envs.presets import CONF_DIR, resolve_cluster, resolve_workload  # noqa: E402
 from hetsched.envs.spaces import WINDOW_ORDERS  # noqa: E402
 from hetsched.evaluation import atomic_write_text, evaluate  # noqa: E402
@@ -361,6 +361,12 @@ def parse_args(
     ap.add_argument("--critical-ratio", type=float, default=4.0)
     ap.add_argument("--critical-wait-s", type=float, default=0.0)
     ap.add_argument("--mem-hold-phi", type=float, default=None)
+    ap.add_argument(
+        "--wake",
+        choices=WAKE_RULES,
+        default=None,
+        help="timed wake-ups at the starvation guard's threshold or at every rule's",
+    )
     ap.add_argument("--window-order", choices=WINDOW_ORDERS, default=None)
     ap.add_argument(
         "--seeds", type=int, nargs="+", default=list(SEEDS), help="validation seeds (< 100)"

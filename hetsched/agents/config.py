@@ -292,6 +292,10 @@ class MAIFSSchedulerConf:
             type runs it this many times faster than the best node free now may preempt there
             at once (needs ``preempt_ratio``; null = off): see
             :class:`hetsched.agents.policy.CoreActorPolicy`.
+        wake: Timed wake-ups: also decide when a waiting job reaches the starvation guard's
+            threshold (``starve``) or any rule's waiting threshold (``all``), not only at
+            arrivals and completions (null = off): see
+            :class:`hetsched.agents.policy.CoreActorPolicy`.
         window_order: Override the agents' window order (``arrival``, ``attained``, ``sjf``
             or ``typed``; null = the checkpoint's, ``arrival``).
     """
@@ -321,6 +325,7 @@ class MAIFSSchedulerConf:
     critical_wait_s: float = 0.0
     mem_hold_phi: float | None = None
     preempt_fast: float | None = None
+    wake: str | None = None
     window_order: str | None = None
 
 

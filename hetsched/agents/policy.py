@@ -50,6 +50,7 @@ COUNTERS: tuple[str, ...] = (
     "critical_placements",
     "memory_holds",
     "fast_preemptions",
+    "wakeups",
 )
 Actor = Callable[[EnvCore], NDArray[np.int64]]
 #: Free GPUs, CPU cores and memory (GiB) per node, each shape (N,), updated as moves are made.
@@ -123,6 +124,8 @@ class _Placement:
 
 #: Orders in which :class:`CoreActorPolicy` picks the job to shrink while jobs wait.
 SHRINK_ORDERS: tuple[str, ...] = ("excess", "restart_cost")
+#: Timed wake-ups of :class:`CoreActorPolicy` (``wake``): which waiting thresholds they watch.
+WAKE_RULES: tuple[str, ...] = ("starve", "all")
 
 #: A re-placement found by the rules: (saving in seconds, job, its new entries).
 _Candidate = tuple[float, int, Allocation]
@@ -280,6 +283,15 @@ class CoreActorPolicy(BasePolicy):
       loaded validation stretch a 125 h job waited 7.6 h, while Sia started it at once): the
       longest-processing-time-first half of a makespan schedule, which the learned agents do
       not do.
+    * **Timed wake-ups** (``wake``, off by default): being event-driven, the policy decides
+      only when a job arrives or completes, so a waiting threshold above is checked only then.
+      On a quiet cluster that can be days: on a validation stretch two 8-GPU jobs waited 85 h
+      beside an idle A100 node while one long job ran and nothing arrived, because the
+      starvation guard never got a decision point after its 6 h had passed. With ``wake`` the
+      policy sets ``wake_time`` (see :meth:`hetsched.sim.engine.Simulator.run`) to the
+      earliest time a still-waiting job reaches a threshold: ``"starve"`` the starvation
+      guard's; ``"all"`` also the preemption wait, the makespan guard's wait and the fast-GPU
+      guard's (of the rules that are on). Counter ``wakeups``: decisions made at a wake-up.
     * **Memory guard** (``keep_memory``, off by default): an actor's placement with less memory
       than the job requests is given the requested memory instead (same job, GPU and CPU
       levels) when that is legal on the node. Memory below the request never speeds a job up
@@ -328,6 +340,9 @@ class CoreActorPolicy(BasePolicy):
         critical_wait_s: Waiting time (s) after which the makespan guard acts (>= 0).
         mem_hold_phi: Slowest memory-share speed factor (in (0, 1]) an actor's placement may
             impose before the memory hold raises or withdraws it; None = off.
+        wake: Timed wake-ups: ``"starve"`` (at the starvation guard's threshold) or ``"all"``
+            (at every waiting threshold of the rules that are on); None = decide at arrivals
+            and completions only.
     """
 
     event_driven = True
@@ -357,6 +372,7 @@ class CoreActorPolicy(BasePolicy):
         critical_wait_s: float = 0.0,
         mem_hold_phi: float | None = None,
         preempt_fast: float | None = None,
+        wake: str | None = None,
     ) -> None:
         if settings.advance != "event":
             raise ValueError(
@@ -433,6 +449,10 @@ class CoreActorPolicy(BasePolicy):
                 "set preempt_ratio too"
             )
         self.preempt_fast = preempt_fast
+        if wake is not None and wake not in WAKE_RULES:
+            raise ValueError(f"wake={wake!r}; choose one of {', '.join(WAKE_RULES)} or None")
+        self.wake = wake
+        self.wake_time: float | None = None
         self.counts = dict.fromkeys(COUNTERS, 0)
 
     def reset(
@@ -455,6 +475,7 @@ class CoreActorPolicy(BasePolicy):
         self.core.bind(workload)
         self._preempted = np.zeros(workload.num_jobs, dtype=np.int64)
         self._critical = np.zeros(workload.num_jobs, dtype=np.bool_)
+        self.wake_time = None
 
     def run_stats(self) -> dict[str, float]:
         """Counters of the run so far (``results_extended.csv`` columns ``policy_<name>``).
@@ -468,7 +489,8 @@ class CoreActorPolicy(BasePolicy):
         up GPUs for waiting jobs; ``memory_lifts``: actor placements whose memory the memory
         guard raised to the request (or the memory hold raised); ``critical_placements``: jobs
         placed by the makespan guard; ``memory_holds``: actor placements the memory hold
-        withdrew; ``fast_preemptions``: jobs placed by preemption for a much faster GPU.
+        withdrew; ``fast_preemptions``: jobs placed by preemption for a much faster GPU;
+        ``wakeups``: decisions made at or after a timed wake-up's time.
         """
         return {name: float(n) for name, n in self.counts.items()}
 
@@ -484,6 +506,8 @@ class CoreActorPolicy(BasePolicy):
         if core is None:
             raise RuntimeError("decide() called before reset(); the runner calls reset() first")
         core.begin(state)
+        if self.wake_time is not None and state.time >= self.wake_time - 1e-9:
+            self.counts["wakeups"] += 1
         if self.critical_s is not None:
             self.counts["critical_placements"] += self._guard_makespan(core, state, self.critical_s)
         if self.preempt_fast is not None and self.preempt_ratio is not None:
@@ -520,7 +544,31 @@ class CoreActorPolicy(BasePolicy):
             alloc = self._migrate(core, state, self.migrate_gain)
         if self.grow_gain is not None and not core.slot_ok.any():
             alloc = self._grow(core, state, alloc, self.grow_gain)
+        if self.wake is not None:
+            self.wake_time = self._next_wake(state, alloc)
         return alloc
+
+    def _wake_thresholds(self) -> list[float]:
+        """Waiting thresholds (s) a timed wake-up watches (class doc, ``wake``)."""
+        out = [self.starve_guard_s]
+        if self.wake == "all":
+            out += [
+                self.preempt_wait_s if self.preempt_ratio is not None else None,
+                self.critical_wait_s if self.critical_s is not None else None,
+                self.fast_wait_s,
+            ]
+        return [float(t) for t in out if t is not None]
+
+    def _next_wake(self, state: SimState, alloc: Allocation) -> float | None:
+        """The earliest time (s) after now at which a job still waiting after ``alloc``
+        reaches one of :meth:`_wake_thresholds`; None if none will."""
+        waiting = np.setdiff1d(state.active, alloc.job)
+        ths = self._wake_thresholds()
+        if waiting.size == 0 or not ths:
+            return None
+        due = (state.workload.arrival[waiting][:, None] + np.asarray(ths)[None, :]).ravel()
+        due = due[due > state.time + 1e-9]
+        return float(due.min()) if due.size else None
 
     def _actor_steps(self, core: StateCore) -> None:
         """The actor's decision steps until the env's round-closing rule fires."""
@@ -1343,6 +1391,8 @@ class MAIFSPolicy(CoreActorPolicy):
         critical_wait_s: Waiting time (s) after which the makespan guard acts.
         mem_hold_phi: Turn on the memory hold at this speed factor (see
             :class:`CoreActorPolicy`); None = off.
+        wake: Timed wake-ups (``"starve"`` or ``"all"``; see :class:`CoreActorPolicy`);
+            None = decide at arrivals and completions only.
         window_order: Override the window order the agents see (``"arrival"``,
             ``"attained"``, ``"sjf"``, shortest estimated run time first, or ``"typed"``, each
             GPU type's shortest jobs in turn; see :class:`EnvSettings`); None = the
@@ -1377,6 +1427,7 @@ class MAIFSPolicy(CoreActorPolicy):
         critical_wait_s: float = 0.0,
         mem_hold_phi: float | None = None,
         preempt_fast: float | None = None,
+        wake: str | None = None,
         window_order: str | None = None,
         net: tuple[Any, Any] | None = None,
     ) -> None:
@@ -1422,6 +1473,7 @@ class MAIFSPolicy(CoreActorPolicy):
             critical_wait_s=critical_wait_s,
             mem_hold_phi=mem_hold_phi,
             preempt_fast=preempt_fast,
+            wake=wake,
         )
 
     def reset(

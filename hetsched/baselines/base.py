@@ -14,7 +14,9 @@ boundary and returns an :class:`~hetsched.sim.allocation.Allocation`::
 Optional class attributes tell the engine what it may skip (see
 :meth:`hetsched.sim.engine.Simulator.run`): ``round_s`` (the policy's round length, seconds),
 ``event_driven`` (the decision changes only at arrivals and completions) and
-``static_when_no_pending`` (nothing changes while every active job runs).
+``static_when_no_pending`` (nothing changes while every active job runs). An event-driven
+policy may also set ``wake_time`` in ``decide`` (absolute simulated seconds, ``None`` = none) to
+be asked again then although no job arrives or completes.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ class BasePolicy:
     round_s: float | None = None
     event_driven: bool = False
     static_when_no_pending: bool = False
+    wake_time: float | None = None
 
     def reset(
         self,

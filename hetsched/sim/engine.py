@@ -866,8 +866,11 @@ class Simulator:
         The policy may declare ``round_s`` (its round length), ``event_driven`` (its decision
         changes only when a job arrives or completes) and ``static_when_no_pending`` (its decision
         does not change while every active job runs); the engine then skips the rounds in
-        between in one vectorised step. Decision time is ``time.perf_counter`` around
-        ``policy.decide`` only.
+        between in one vectorised step. An event-driven policy may also set ``wake_time`` (s,
+        absolute simulated time; ``None`` = none) in ``decide``: the engine then asks it again
+        at the first round boundary at or after that time even if no job arrives or completes
+        before (e.g. when a waiting job reaches a rule's waiting threshold). Decision time is
+        ``time.perf_counter`` around ``policy.decide`` only.
 
         Args:
             policy: Object with ``decide(state) -> Allocation``.
@@ -888,6 +891,9 @@ class Simulator:
             max_rounds = 1
             if event_driven or static_idle and bool(np.isin(st.active, alloc.job).all()):
                 max_rounds = 1 << 40
+                wake = getattr(policy, "wake_time", None) if event_driven else None
+                if wake is not None and np.isfinite(wake):
+                    max_rounds = int(max(1, min(max_rounds, np.ceil((wake - st.time) / rs - 1e-9))))
             rec = self.advance(alloc, round_s=rs, max_rounds=max_rounds)
             if on_step is not None:
                 on_step(rec)

@@ -143,6 +143,43 @@ def test_starvation_guard_places_a_job_left_waiting_on_idle_gpus(guard_s: float 
         CoreActorPolicy(EnvSettings(advance="event"), only_job0, starve_guard_s=-1.0)
 
 
+@pytest.mark.parametrize("wake", ["starve", "all"])
+def test_timed_wakeup_lets_the_starvation_guard_act_without_an_event(wake: str) -> None:
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings
+
+    tm = tiny_tm()
+    cl = make_cluster([{"gpu_type": "a100", "count": 2, "gpus": 4, "cpus": 32, "mem_gib": 128}])
+    # j0 runs for a long time; j1 fits on the idle second node; nothing arrives or completes
+    # for days, so only a timed wake-up gives the guard a decision point.
+    wl = make_workload([0.0, 0.0], [1e7, 1e4], [4, 4])
+
+    def only_job0(core: EnvCore) -> np.ndarray:
+        """An actor that places job 0 on node 0 and otherwise always passes."""
+        a = np.zeros(core.N, dtype=np.int64)
+        k = np.flatnonzero(core.window == 0)
+        one = core.features.one
+        if k.size and core.ma.single[0, int(k[0]), one[0], one[1], one[2]]:
+            a[0] = int(core.codec.encode(int(k[0]), *one))
+        return a
+
+    settings = EnvSettings(window=4, advance="event", round_s=60)
+    runs = {}
+    for w in (None, wake):
+        pol = CoreActorPolicy(settings, only_job0, starve_guard_s=3630.0, wake=w)
+        pol.reset(cl, wl, tm, np.random.default_rng(0))
+        runs[w] = (Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol), pol.run_stats())
+    res, stats = runs[None]
+    assert res.start_time[1] >= res.finish_time[0]  # no event: j1 waits for j0 to end
+    assert stats["wakeups"] == 0
+    res, stats = runs[wake]
+    # Placed at the first round boundary at or after 3630 s of waiting.
+    assert res.start_time[1] == 3660.0 and res.start_time[0] == 0.0
+    assert stats["wakeups"] == 1 and stats["guard_placements"] == 1
+    with pytest.raises(ValueError, match="wake='soon'"):
+        CoreActorPolicy(settings, only_job0, wake="soon")
+
+
 @pytest.mark.parametrize(
     ("gain", "blocker", "moves"),
     [(None, False, 0), (0.1, False, 1), (0.9, False, 0), (0.1, True, 0)],

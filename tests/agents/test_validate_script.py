@@ -227,7 +227,7 @@ def test_preset_flag_reads_the_rules_scheduler_maifs_runs() -> None:
         "--preempt-wait-s 7200 --fast-wait-s 0 --fast-max-s 10800 --window-order typed "
         "--keep-memory --elastic-gain 2.0 --grow-gain 0.05 --grow-factor 8 --grow-at-request "
         "--shrink-order restart_cost --shrink-fastest --critical-s 86400 --critical-wait-s 10800 "
-        "--mem-hold-phi 0.4 --preempt-fast 2"
+        "--mem-hold-phi 0.4 --preempt-fast 2 --wake starve"
     )
     rules = mod.RULES  # type: ignore[attr-defined]
     _, spelled = mod.parse_args(["x.pt", *flags])  # type: ignore[attr-defined]
@@ -239,5 +239,5 @@ def test_preset_flag_reads_the_rules_scheduler_maifs_runs() -> None:
     assert over.preempt_fast == 3.0 and over.starve_guard_s == 21600.0
     # Without --preset the rules are off, and every rule of the schema has a flag.
     _, bare = mod.parse_args(["x.pt"])  # type: ignore[attr-defined]
-    assert bare.preempt_fast is None and bare.starve_guard_s is None
+    assert bare.preempt_fast is None and bare.starve_guard_s is None and bare.wake is None
     assert all(hasattr(bare, k) for k in rules) and "mem_hold_phi" in rules

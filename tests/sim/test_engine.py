@@ -234,6 +234,33 @@ def test_fast_forward_matches_round_by_round() -> None:
     assert len(fast.decision_s) < len(slow.decision_s)
 
 
+def test_event_driven_policy_is_asked_again_at_its_wake_time() -> None:
+    # One long job runs; nothing arrives or completes until it ends at 10,000 s.
+    wl = make_workload([0.0], [10_000.0], [1])
+
+    class Waker(FIFO):
+        """FIFO that asks to decide again 1,030 s after each decision (once only)."""
+
+        def __init__(self, wake: bool) -> None:
+            super().__init__()
+            self.wake, self.times = wake, []
+
+        def decide(self, state):  # type: ignore[no-untyped-def]
+            self.times.append(state.time)
+            self.wake_time = state.time + 1030.0 if self.wake and state.time == 0 else None
+            return super().decide(state)
+
+    runs = {}
+    for wake in (False, True):
+        pol = Waker(wake)
+        res = Simulator(one_node(1), wl, make_tm(), SimConfig(round_s=60)).run(pol)
+        runs[wake] = (res, pol.times)
+    (plain, t_plain), (woken, t_woken) = runs[False], runs[True]
+    assert t_plain == [0.0]  # event-driven: the run ends without another decision
+    assert t_woken == [0.0, 1080.0]  # the first round boundary at or after 1,030 s
+    np.testing.assert_allclose(plain.finish_time, woken.finish_time)
+
+
 def test_lower_bound_holds() -> None:
     rng = np.random.default_rng(0)
     J = 30

@@ -98,6 +98,16 @@ def test_long_job_guard_masks() -> None:
     assert not on[1, 1 + L : 1 + 2 * L].any()
 
 
+def only_job0(core: EnvCore) -> np.ndarray:
+    """An actor that places job 0 on node 0 and otherwise always passes."""
+    a = np.zeros(core.N, dtype=np.int64)
+    k = np.flatnonzero(core.window == 0)
+    one = core.features.one
+    if k.size and core.ma.single[0, int(k[0]), one[0], one[1], one[2]]:
+        a[0] = int(core.codec.encode(int(k[0]), *one))
+    return a
+
+
 @pytest.mark.parametrize("guard_s", [None, 3600.0])
 def test_starvation_guard_places_a_job_left_waiting_on_idle_gpus(guard_s: float | None) -> None:
     from hetsched.agents.policy import CoreActorPolicy
@@ -108,15 +118,6 @@ def test_starvation_guard_places_a_job_left_waiting_on_idle_gpus(guard_s: float 
     cl = make_cluster([node])
     # j0 runs for a long time; j1 fits on the idle second node; j2 arrives after 2 h (an event).
     wl = make_workload([0.0, 0.0, 7200.0], [1e7, 1e4, 1e2], [4, 4, 1])
-
-    def only_job0(core: EnvCore) -> np.ndarray:
-        """An actor that places job 0 on node 0 and otherwise always passes."""
-        a = np.zeros(core.N, dtype=np.int64)
-        k = np.flatnonzero(core.window == 0)
-        one = core.features.one
-        if k.size and core.ma.single[0, int(k[0]), one[0], one[1], one[2]]:
-            a[0] = int(core.codec.encode(int(k[0]), *one))
-        return a
 
     pol = CoreActorPolicy(
         EnvSettings(window=4, advance="event", round_s=60), only_job0, starve_guard_s=guard_s
@@ -153,15 +154,6 @@ def test_timed_wakeup_lets_the_starvation_guard_act_without_an_event(wake: str) 
     # j0 runs for a long time; j1 fits on the idle second node; nothing arrives or completes
     # for days, so only a timed wake-up gives the guard a decision point.
     wl = make_workload([0.0, 0.0], [1e7, 1e4], [4, 4])
-
-    def only_job0(core: EnvCore) -> np.ndarray:
-        """An actor that places job 0 on node 0 and otherwise always passes."""
-        a = np.zeros(core.N, dtype=np.int64)
-        k = np.flatnonzero(core.window == 0)
-        one = core.features.one
-        if k.size and core.ma.single[0, int(k[0]), one[0], one[1], one[2]]:
-            a[0] = int(core.codec.encode(int(k[0]), *one))
-        return a
 
     settings = EnvSettings(window=4, advance="event", round_s=60)
     runs = {}

@@ -360,6 +360,12 @@ def parse_args(
     )
     ap.add_argument("--critical-ratio", type=float, default=4.0)
     ap.add_argument("--critical-wait-s", type=float, default=0.0)
+    ap.add_argument(
+        "--critical-min-rel",
+        type=float,
+        default=None,
+        help="let the makespan guard use a slower type with room at this fraction of its speed",
+    )
     ap.add_argument("--mem-hold-phi", type=float, default=None)
     ap.add_argument(
         "--wake",

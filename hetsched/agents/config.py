@@ -296,6 +296,10 @@ class MAIFSSchedulerConf:
             threshold (``starve``) or any rule's waiting threshold (``all``), not only at
             arrivals and completions (null = off): see
             :class:`hetsched.agents.policy.CoreActorPolicy`.
+        critical_min_rel: When the makespan guard can neither place nor make room for its job
+            on its fastest GPU type, place it on the fastest type with room now that runs it
+            at least this fraction of its fastest speed (null = it waits): see
+            :class:`hetsched.agents.policy.CoreActorPolicy`.
         window_order: Override the agents' window order (``arrival``, ``attained``, ``sjf``
             or ``typed``; null = the checkpoint's, ``arrival``).
     """
@@ -326,6 +330,7 @@ class MAIFSSchedulerConf:
     mem_hold_phi: float | None = None
     preempt_fast: float | None = None
     wake: str | None = None
+    critical_min_rel: float | None = None
     window_order: str | None = None
 
 

@@ -282,7 +282,11 @@ class CoreActorPolicy(BasePolicy):
       window the job that sets the makespan waits for the queue of short jobs to drain (on a
       loaded validation stretch a 125 h job waited 7.6 h, while Sia started it at once): the
       longest-processing-time-first half of a makespan schedule, which the learned agents do
-      not do.
+      not do. With ``critical_min_rel``, a job the guard can neither place nor make room for
+      on its fastest type (the running jobs there are too long to preempt) is placed at its
+      request on a node of the fastest type that holds it now, if that type runs it at least
+      ``critical_min_rel`` of its fastest speed (the fewest free GPUs first, the most CPU the
+      node allows); migration may move it to a faster type later.
     * **Timed wake-ups** (``wake``, off by default): being event-driven, the policy decides
       only when a job arrives or completes, so a waiting threshold above is checked only then.
       On a quiet cluster that can be days: on a validation stretch two 8-GPU jobs waited 85 h
@@ -343,6 +347,9 @@ class CoreActorPolicy(BasePolicy):
         wake: Timed wake-ups: ``"starve"`` (at the starvation guard's threshold) or ``"all"``
             (at every waiting threshold of the rules that are on); None = decide at arrivals
             and completions only.
+        critical_min_rel: When the makespan guard can neither place nor make room for its job
+            on its fastest type, it places it on the fastest type with room now if that type
+            runs it at least this fraction of its fastest speed (in (0, 1]); None = it waits.
     """
 
     event_driven = True
@@ -373,6 +380,7 @@ class CoreActorPolicy(BasePolicy):
         mem_hold_phi: float | None = None,
         preempt_fast: float | None = None,
         wake: str | None = None,
+        critical_min_rel: float | None = None,
     ) -> None:
         if settings.advance != "event":
             raise ValueError(
@@ -437,6 +445,9 @@ class CoreActorPolicy(BasePolicy):
         if not critical_wait_s >= 0:
             raise ValueError(f"critical_wait_s={critical_wait_s!r} must be >= 0 seconds")
         self.critical_wait_s = float(critical_wait_s)
+        if critical_min_rel is not None and not 0.0 < critical_min_rel <= 1.0:
+            raise ValueError(f"critical_min_rel={critical_min_rel!r} must be in (0, 1] or None")
+        self.critical_min_rel = critical_min_rel
         self._critical = np.zeros(0, dtype=np.bool_)
         if mem_hold_phi is not None and not 0.0 < mem_hold_phi <= 1.0:
             raise ValueError(f"mem_hold_phi={mem_hold_phi!r} must be in (0, 1] or None")
@@ -950,6 +961,8 @@ class CoreActorPolicy(BasePolicy):
             order = np.argsort(np.where(crit, -est_p, np.inf), kind="stable")
             core.reorder_pending(order)
             placed = self._place_critical(core, state, cur, v_rem, float(est_p[order[0]]))
+            if not placed and self.critical_min_rel is not None:
+                placed = self._place_critical_slower(core, self.critical_min_rel)
             core.reorder_pending(np.argsort(order))
             if not placed:
                 break
@@ -1049,6 +1062,24 @@ class CoreActorPolicy(BasePolicy):
         if not self._claim_most_cpu(core, n):  # pragma: no cover - room was checked
             raise RuntimeError(f"makespan guard: node {n} did not hold job {j} after preemption")
         return True
+
+    def _place_critical_slower(self, core: StateCore, min_rel: float) -> bool:
+        """Place window slot 0 at its request on one node of the fastest type that holds it
+        now, if that type runs it at least ``min_rel`` of its speed on its fastest allowed type
+        present (the fewest free GPUs first); return whether it was placed."""
+        wl, cl, jt = core.wl, core.cluster, core.jt
+        assert wl is not None and jt is not None
+        if not core.slot_ok[0]:
+            return False
+        g1, c1, m1 = core.features.one
+        j = int(core.window[0])
+        speed = jt.rel_tput[j][cl.node_type]  # (N,) relative to its fastest allowed type
+        ok = core.ma.single[:, 0, g1, c1, m1] & core.node_up & (speed >= min_rel - 1e-9)
+        if not ok.any():
+            return False
+        ok &= speed >= speed[ok].max() - 1e-9
+        n = int(np.argmin(np.where(ok, core.free_g, np.iinfo(np.int64).max)))
+        return self._claim_most_cpu(core, n)
 
     @staticmethod
     def _place_spread(core: StateCore, best: NDArray[np.bool_]) -> bool:
@@ -1393,6 +1424,8 @@ class MAIFSPolicy(CoreActorPolicy):
             :class:`CoreActorPolicy`); None = off.
         wake: Timed wake-ups (``"starve"`` or ``"all"``; see :class:`CoreActorPolicy`);
             None = decide at arrivals and completions only.
+        critical_min_rel: Let the makespan guard place its job on a slower type with room at
+            this fraction of its fastest speed (see :class:`CoreActorPolicy`); None = off.
         window_order: Override the window order the agents see (``"arrival"``,
             ``"attained"``, ``"sjf"``, shortest estimated run time first, or ``"typed"``, each
             GPU type's shortest jobs in turn; see :class:`EnvSettings`); None = the
@@ -1428,6 +1461,7 @@ class MAIFSPolicy(CoreActorPolicy):
         mem_hold_phi: float | None = None,
         preempt_fast: float | None = None,
         wake: str | None = None,
+        critical_min_rel: float | None = None,
         window_order: str | None = None,
         net: tuple[Any, Any] | None = None,
     ) -> None:
@@ -1474,6 +1508,7 @@ class MAIFSPolicy(CoreActorPolicy):
             mem_hold_phi=mem_hold_phi,
             preempt_fast=preempt_fast,
             wake=wake,
+            critical_min_rel=critical_min_rel,
         )
 
     def reset(

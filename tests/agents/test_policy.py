@@ -1007,12 +1007,43 @@ def test_makespan_guard_spreads_a_job_that_runs_faster_spread(
     assert res.preemptions.tolist() == [preempted, 0, 0]
 
 
+@pytest.mark.parametrize("min_rel", [None, 0.5, 0.25])
+def test_makespan_guard_uses_a_slower_type_when_its_fastest_is_held(
+    min_rel: float | None,
+) -> None:
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings
+
+    # Node 0: 4 A100s; node 1: 4 T4s, which run model 'a' at 0.25 of its A100 speed. The guard
+    # places the long j0 on the A100s at 0 s; the longer j1 (4 GPUs) arrives at 60 s and would
+    # finish last, but j0 is no victim (the guard placed it, and it is not 4x shorter). The
+    # actor never places j1: it waits for the A100s unless the guard may use the T4s.
+    node = {"cpus": 32, "mem_gib": 128, "count": 1, "gpus": 4}
+    cl = make_cluster([{"gpu_type": "a100", **node}, {"gpu_type": "t4", **node}])
+    wl = make_workload([0.0, 60.0], [4e6, 8e6], [4, 4])
+    pol = CoreActorPolicy(
+        EnvSettings(window=4, advance="event", round_s=60),
+        only_job0,
+        critical_s=36000.0,
+        critical_min_rel=min_rel,
+    )
+    pol.reset(cl, wl, tiny_tm(), np.random.default_rng(0))
+    res = Simulator(cl, wl, tiny_tm(), SimConfig(round_s=60)).run(pol)
+    assert res.start_time[0] == 0.0 and res.gpu_s_by_type[0, T4] == 0.0
+    if min_rel == 0.25:  # the T4s are fast enough: j1 starts there at once
+        assert res.start_time[1] == 60.0 and res.gpu_s_by_type[1, T4] > 0.0
+        assert pol.run_stats()["critical_placements"] == 2
+    else:  # it waits for the A100s (the T4s run it below min_rel of its speed)
+        assert res.start_time[1] >= res.finish_time[0] and res.gpu_s_by_type[1, T4] == 0.0
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
         ({"critical_s": -1.0}, "critical_s"),
         ({"critical_ratio": 1.0}, "critical_ratio"),
         ({"critical_wait_s": -5.0}, "critical_wait_s"),
+        ({"critical_min_rel": 0.0}, "critical_min_rel"),
     ],
 )
 def test_makespan_guard_arguments_are_checked(kwargs: dict[str, float], match: str) -> None:

@@ -961,8 +961,6 @@ class CoreActorPolicy(BasePolicy):
             order = np.argsort(np.where(crit, -est_p, np.inf), kind="stable")
             core.reorder_pending(order)
             placed = self._place_critical(core, state, cur, v_rem, float(est_p[order[0]]))
-            if not placed and self.critical_min_rel is not None:
-                placed = self._place_critical_slower(core, self.critical_min_rel)
             core.reorder_pending(np.argsort(order))
             if not placed:
                 break
@@ -1001,7 +999,8 @@ class CoreActorPolicy(BasePolicy):
         est: float,
     ) -> bool:
         """Place window slot 0 (a job estimated to run ``est`` s) on one node of its fastest
-        type, preempting running jobs there if needed; return whether it was placed."""
+        type, preempting running jobs there if needed, else (with ``critical_min_rel``) on a
+        slower type with room; return whether it was placed."""
         wl, cl, jt = core.wl, core.cluster, core.jt
         assert wl is not None and jt is not None
         if not core.slot_ok[0]:
@@ -1018,7 +1017,7 @@ class CoreActorPolicy(BasePolicy):
         t = int(cl.node_type[int(np.argmax(best))])
         packed, spread = core.tm.isolated(wl.model[j], t, G, np.array([False, True]))
         if spread > packed:  # the measured rates favour spreading it over nodes
-            return self._place_spread(core, best)
+            return self._place_spread(core, best) or self._place_slower(core, speed)
         single = core.ma.single[:, 0, g1, c1, m1] & best
         if single.any():  # it fits now: the node with the fewest free GPUs that holds it
             n = int(np.argmin(np.where(single, core.free_g, np.iinfo(np.int64).max)))
@@ -1033,7 +1032,7 @@ class CoreActorPolicy(BasePolicy):
             & ~self._critical[cur.job]
         )
         if not ok_v.any():
-            return False
+            return self._place_slower(core, speed)
         cpg, mpg, mem_ok = core.features.window_amounts(
             jt, wl, core.window, core.slot_ok, core.node_up
         )
@@ -1054,7 +1053,7 @@ class CoreActorPolicy(BasePolicy):
             if pick is None or cost < pick[0]:
                 pick = (cost, int(node), cur.job[take])
         if pick is None:
-            return False
+            return self._place_slower(core, speed)
         _, n, victims = pick
         core.release(victims)
         self._preempted[victims] += 1
@@ -1063,18 +1062,16 @@ class CoreActorPolicy(BasePolicy):
             raise RuntimeError(f"makespan guard: node {n} did not hold job {j} after preemption")
         return True
 
-    def _place_critical_slower(self, core: StateCore, min_rel: float) -> bool:
-        """Place window slot 0 at its request on one node of the fastest type that holds it
-        now, if that type runs it at least ``min_rel`` of its speed on its fastest allowed type
-        present (the fewest free GPUs first); return whether it was placed."""
-        wl, cl, jt = core.wl, core.cluster, core.jt
-        assert wl is not None and jt is not None
-        if not core.slot_ok[0]:
+    def _place_slower(self, core: StateCore, speed: NDArray[np.float64]) -> bool:
+        """The makespan guard's last resort (``critical_min_rel``; None = none): place window
+        slot 0 at its request on one node of the fastest type that holds it now, if that type
+        runs it at least ``critical_min_rel`` of its fastest speed (``speed``: per node,
+        relative to it, shape (N,); the fewest free GPUs first); return whether it was placed."""
+        if self.critical_min_rel is None:
             return False
         g1, c1, m1 = core.features.one
-        j = int(core.window[0])
-        speed = jt.rel_tput[j][cl.node_type]  # (N,) relative to its fastest allowed type
-        ok = core.ma.single[:, 0, g1, c1, m1] & core.node_up & (speed >= min_rel - 1e-9)
+        ok = core.ma.single[:, 0, g1, c1, m1] & core.node_up
+        ok &= speed >= self.critical_min_rel - 1e-9
         if not ok.any():
             return False
         ok &= speed >= speed[ok].max() - 1e-9

@@ -368,6 +368,12 @@ def parse_args(
     )
     ap.add_argument("--mem-hold-phi", type=float, default=None)
     ap.add_argument(
+        "--eft-gain",
+        type=float,
+        default=None,
+        help="place waiting jobs where they finish earliest (the saving a placement must make)",
+    )
+    ap.add_argument(
         "--wake",
         choices=WAKE_RULES,
         default=None,

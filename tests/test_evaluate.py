@@ -45,6 +45,7 @@ def test_default_config_composes_with_simple_schedulers() -> None:
     assert (m.preempt_ratio, m.preempt_wait_s, m.preempt_max) == (4.0, 7200, 3)
     assert (m.fast_wait_s, m.fast_max_s) == (0, 10800)
     assert m.window_order == "typed" and m.wake == "starve" and m.critical_min_rel == 0.25
+    assert m.eft_gain == 0.1
     assert (m.elastic_gain, m.elastic_max_s, m.grow_gain, m.keep_memory) == (2.0, None, 0.05, True)
     assert (m.grow_factor, m.grow_at_request, m.shrink_order) == (8, True, "restart_cost")
     assert m.shrink_fastest is True

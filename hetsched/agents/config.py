@@ -300,6 +300,9 @@ class MAIFSSchedulerConf:
             on its fastest GPU type, place it on the fastest type with room now that runs it
             at least this fraction of its fastest speed (null = it waits): see
             :class:`hetsched.agents.policy.CoreActorPolicy`.
+        eft_gain: The earliest-finish placement: a waiting job starts now on a slower GPU type
+            when that finishes it sooner, by this fraction, than waiting for its fastest type
+            (null = off): see :class:`hetsched.agents.policy.CoreActorPolicy`.
         window_order: Override the agents' window order (``arrival``, ``attained``, ``sjf``
             or ``typed``; null = the checkpoint's, ``arrival``).
     """
@@ -331,6 +334,7 @@ class MAIFSSchedulerConf:
     preempt_fast: float | None = None
     wake: str | None = None
     critical_min_rel: float | None = None
+    eft_gain: float | None = None
     window_order: str | None = None
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import make_cluster, make_tm, make_workload
-from helpers import T4, fast_config, tiny_tm
+from helpers import A100, T4, fast_config, tiny_tm
 
 from hetsched.agents.agent import Acting, build_net, env_settings, net_dims
 from hetsched.agents.driver import TeamEnv
@@ -465,8 +465,16 @@ def test_fast_gpu_guard_places_only_short_jobs_on_the_fastest_type(
         CoreActorPolicy(EnvSettings(advance="event"), only_j0, fast_max_s=0.0)
 
 
+def _a100_first_fit_actor(core: EnvCore) -> np.ndarray:
+    """:func:`_first_fit_actor` on the A100 nodes only (waits for them, as the agents do)."""
+    a = _first_fit_actor(core)
+    a[core.cluster.node_type != A100] = 0
+    return a
+
+
+@pytest.mark.parametrize("a100_only", [False, True])
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
-def test_all_rules_together_keep_the_simulation_valid(seed: int) -> None:
+def test_all_rules_together_keep_the_simulation_valid(seed: int, a100_only: bool) -> None:
     """Random small workloads with every rule on: allocations validate, every job finishes."""
     from hetsched.agents.policy import CoreActorPolicy
     from hetsched.envs.spaces import EnvSettings
@@ -489,13 +497,15 @@ def test_all_rules_together_keep_the_simulation_valid(seed: int) -> None:
     )
     pol = CoreActorPolicy(
         EnvSettings(window=4, advance="event", round_s=60),
-        _first_fit_actor,
+        _a100_first_fit_actor if a100_only else _first_fit_actor,
         starve_guard_s=3600.0,
         migrate_gain=0.1,
         preempt_ratio=2.0,
         preempt_max=2,
         fast_wait_s=0.0,
         fast_max_s=3600.0,
+        eft_gain=0.1,
+        wake="starve",
     )
     pol.reset(cl, wl, tm, np.random.default_rng(seed))
     # Simulator.advance validates every allocation (room, GPU counts, types) and raises if not.
@@ -505,7 +515,8 @@ def test_all_rules_together_keep_the_simulation_valid(seed: int) -> None:
     stats = pol.run_stats()
     assert stats["preemptions"] <= res.preemptions.sum()  # each rule preemption is one
     assert (pol._preempted <= 2).all()
-    assert stats["preemptions"] > 0 and stats["migrations"] > 0  # the rules interact here
+    if not a100_only:  # (with the A100-only actor the T4s are the rules', EFT's mostly)
+        assert stats["preemptions"] > 0 and stats["migrations"] > 0  # the rules interact here
 
 
 def test_maifs_window_order_override() -> None:
@@ -1271,3 +1282,104 @@ def test_preemption_for_a_much_faster_gpu_needs_the_speedup_on_the_victims_type(
     assert pol.run_stats()["preemptions"] == 0
     assert res.finish_time[2] == pytest.approx(720.0)
     assert res.restarts.sum() == 0
+
+
+def _j0_on_a100_j1_on_t4(core: EnvCore) -> np.ndarray:
+    """Place j0 on node 0 and j1, if it arrived at 0 s too, on node 2 (each alone, at its
+    request); pass otherwise."""
+    assert core.wl is not None
+    a = np.zeros(core.N, dtype=np.int64)
+    one = core.features.one
+    for job, node in ((0, 0), (1, 2)):
+        if core.wl.arrival[job] > 0:
+            continue
+        k = np.flatnonzero(core.window == job)
+        if k.size and core.ma.single[node, int(k[0]), one[0], one[1], one[2]]:
+            a[node] = int(core.codec.encode(int(k[0]), *one))
+    return a
+
+
+@pytest.mark.parametrize(
+    ("j0_work", "gain", "j1", "elastic", "on_t4_at_once"),
+    [
+        (4e6, None, True, False, False),  # the rule off: j2 waits for the A100 (~1e6 s)
+        (4e6, 0.1, True, False, True),  # the A100 is held ~1e6 s: the T4 now is far sooner
+        (4e6, 0.1, True, True, False),  # ... but an elastic job is left to the elastic rules
+        (8e3, 0.1, True, False, False),  # the A100 frees at 2,000 s: 1,940 + 1,000 s < 4,000 s
+        (1.24e4, 0.0, True, False, True),  # frees at 3,100 s: 3,040 + 1,000 s > 4,000 s ...
+        (1.24e4, 0.1, True, False, False),  # ... but not by the 10 % saving the gain asks for
+        (1.6e4, 0.1, True, False, True),  # frees at 4,000 s: 0.9 x (3,940 + 1,000) > 4,000 s
+        (1.6e4, 0.1, False, False, False),  # ... yet without j1, j2 would then finish last
+    ],
+)
+def test_earliest_finish_places_a_job_on_a_slower_type_when_waiting_costs_more(
+    j0_work: float, gain: float | None, j1: bool, elastic: bool, on_t4_at_once: bool
+) -> None:
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings
+
+    tm = tiny_tm()  # model 'a' runs 4x faster on the A100
+    node = {"count": 1, "gpus": 1, "cpus": 16, "mem_gib": 64}
+    cl = make_cluster(
+        [{"gpu_type": "a100", **node}, {"gpu_type": "t4", **node}, {"gpu_type": "t4", **node}]
+    )
+    # The actor places j0 on the A100 and j1 (a long job, 1e6 s) on the second T4 at 0 s, and
+    # never places j2 (arrives at 60 s; 1,000 s of work on the A100, 4,000 s on the T4).
+    jobs = [0, 1, 2] if j1 else [0, 2]
+    wl = make_workload(
+        [[0.0, 0.0, 60.0][i] for i in jobs],
+        [[j0_work, 4e6, 4e3][i] for i in jobs],
+        [1] * len(jobs),
+        elastic=([1] * len(jobs), [1] * (len(jobs) - 1) + [2]) if elastic else None,
+    )
+    w = len(jobs) - 1  # the waiting job's index
+    pol = CoreActorPolicy(
+        EnvSettings(window=4, advance="event", round_s=60), _j0_on_a100_j1_on_t4, eft_gain=gain
+    )
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+    assert np.isfinite(res.finish_time).all() and res.start_time[0] == 0.0
+    if on_t4_at_once:
+        assert res.start_time[w] == 60.0 and res.gpu_s_by_type[w, T4] > 0.0
+        assert pol.run_stats()["eft_placements"] == 1
+    else:  # it waits for the A100 and starts there when j0 ends
+        assert res.start_time[w] >= res.finish_time[0] and res.gpu_s_by_type[w, T4] == 0.0
+        # (with gain 0 the rule itself places it there: waiting no longer pays)
+        assert pol.run_stats()["eft_placements"] == int(gain == 0.0 and j1 and not elastic)
+    with pytest.raises(ValueError, match="eft_gain"):
+        CoreActorPolicy(EnvSettings(advance="event"), only_job0, eft_gain=1.0)
+
+
+def test_earliest_finish_counts_every_job_on_the_faster_node() -> None:
+    """The wait for the A100 node is until enough of its GPUs free: the job needing 2 waits
+    for the second running job to end too."""
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings
+
+    tm = tiny_tm()
+    cl = make_cluster(
+        [
+            {"gpu_type": "a100", "count": 1, "gpus": 2, "cpus": 32, "mem_gib": 128},
+            {"gpu_type": "t4", "count": 1, "gpus": 2, "cpus": 32, "mem_gib": 128},
+        ]
+    )
+
+    def j0_j1_on_a100(core: EnvCore) -> np.ndarray:
+        a = np.zeros(core.N, dtype=np.int64)
+        one = core.features.one
+        for k in np.flatnonzero(np.isin(core.window, [0, 1])).tolist():
+            if core.ma.single[0, k, one[0], one[1], one[2]]:
+                a[0] = int(core.codec.encode(k, *one))
+                break
+        return a
+
+    # j0 frees its A100 at 1,000 s, j1 at ~1e6 s; j2 (2 GPUs, 2,000 s on the A100s, 8,000 s
+    # on the T4s) arrives at 60 s. One free A100 soon is not enough: it starts on the T4s.
+    wl = make_workload([0.0, 0.0, 60.0], [4e3, 4e6, 1.6e4], [1, 1, 2])
+    pol = CoreActorPolicy(
+        EnvSettings(window=4, advance="event", round_s=60), j0_j1_on_a100, eft_gain=0.1
+    )
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+    assert res.start_time[:2].tolist() == [0.0, 0.0]
+    assert res.start_time[2] == 60.0 and res.gpu_s_by_type[2, T4] > 0.0

@@ -300,9 +300,10 @@ class MAIFSSchedulerConf:
             on its fastest GPU type, place it on the fastest type with room now that runs it
             at least this fraction of its fastest speed (null = it waits): see
             :class:`hetsched.agents.policy.CoreActorPolicy`.
-        eft_gain: The earliest-finish placement: a waiting job starts now on a slower GPU type
-            when that finishes it sooner, by this fraction, than waiting for its fastest type
-            (null = off): see :class:`hetsched.agents.policy.CoreActorPolicy`.
+        eft_gain: The earliest-finish placement: a waiting rigid job starts now on a slower GPU
+            type when that finishes it sooner, by this fraction, than waiting for its fastest
+            type, unless it would then finish last (null = off): see
+            :class:`hetsched.agents.policy.CoreActorPolicy`.
         window_order: Override the agents' window order (``arrival``, ``attained``, ``sjf``
             or ``typed``; null = the checkpoint's, ``arrival``).
     """

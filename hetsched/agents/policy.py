@@ -297,24 +297,23 @@ class CoreActorPolicy(BasePolicy):
       earliest time a still-waiting job reaches a threshold: ``"starve"`` the starvation
       guard's; ``"all"`` also the preemption wait, the makespan guard's wait and the fast-GPU
       guard's (of the rules that are on). Counter ``wakeups``: decisions made at a wake-up.
-    * **Earliest-finish placement** (``eft_gain``, off by default): after the guards and
-      before the preemptions, the waiting rigid window jobs that one node holds alone at
-      their request are looked at shortest first. A job waits for its fastest GPU type only
-      while that pays: the estimated wait until one node of that type has its GPUs free (the
-      running jobs' and this round's placements' estimated remaining times, isolated rates,
-      taken in order on each node) plus its run time there is compared with its run time on
-      the best node that holds it now. When the latter is at most ``1 - eft_gain`` times the
-      former, and does not exceed every running job's estimated remaining time (a job that
-      would then finish last is not started slowly: it would set the makespan), it is placed
-      there at its request (the fewest free GPUs among the nodes of that speed; the memory
-      hold applies). Earliest finish time first is the classic list-scheduling rule for
-      heterogeneous machines (HEFT); migration may move the job to a faster type later.
-      Elastic jobs are left to the elastic rules. The learned agents wait for the fastest
-      type even when it is busy for hours: on a validation stretch, 1-GPU bert jobs (about
-      0.5 h on an A100, 2.3 h on an RTX 2080 Ti) of a burst waited up to 5 h while 11-14 RTX
-      and T4 GPUs idled. With ``eft_gain`` 0 a job whose fastest type has room now is placed
-      there (waiting never pays); above 0 those are left to the actor. Counter
-      ``eft_placements``.
+    * **Earliest-finish placement** (``eft_gain``, off by default): after the starvation and
+      fast-GPU guards and before the preemption for short jobs, the waiting rigid window jobs
+      that one node holds alone at their request are looked at shortest first. A job waits for
+      its fastest GPU type only while that pays: the estimated wait until one node of that type
+      has its GPUs free (the running jobs' and this round's placements' estimated remaining
+      times, isolated rates, taken in order on each node) plus its run time there is compared
+      with its run time on the best node that holds it now. When the latter is at most
+      ``1 - eft_gain`` times the former, and does not exceed every running job's estimated
+      remaining time (a job that would then finish last is not started slowly: it would set
+      the makespan), it is placed there at its request (the fewest free GPUs among the nodes of that speed; the
+      memory hold applies). Earliest finish time first is the classic list-scheduling rule for
+      heterogeneous machines (HEFT); migration may move the job to a faster type later. Elastic
+      jobs are left to the elastic rules. The learned agents wait for the fastest type even when
+      it is busy for hours: on a validation stretch, 1-GPU bert jobs (about 0.5 h on an A100,
+      2.3 h on an RTX 2080 Ti) of a burst waited up to 5 h while 11-14 RTX and T4 GPUs idled.
+      With ``eft_gain`` 0 a job whose fastest type has room now is placed there (waiting never
+      pays); above 0 those are left to the actor. Counter ``eft_placements``.
     * **Memory guard** (``keep_memory``, off by default): an actor's placement with less memory
       than the job requests is given the requested memory instead (same job, GPU and CPU
       levels) when that is legal on the node. Memory below the request never speeds a job up
@@ -960,20 +959,20 @@ class CoreActorPolicy(BasePolicy):
         core.reorder_pending(np.argsort(order))  # the window goes back to the actor's order
         return done
 
-    def _free_times(self, core: StateCore, state: SimState) -> NDArray[np.float64]:
+    @staticmethod
+    def _free_times(
+        core: StateCore, alloc: Allocation, rem: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
         """Estimated wait (s) until each node has ``g`` free GPUs, shape (N, G_max + 1).
 
         Entry ``[n, g]``: 0 where node ``n`` has ``g`` GPUs free now, else the earliest
-        estimated remaining time (isolated rates) of a job on it whose end, with the jobs on it
-        ending before, frees ``g`` GPUs; inf on down nodes or beyond the node's size. Counts
-        this round's placements as running.
+        remaining time ``rem`` (s, per entry of ``alloc``, the jobs holding GPUs) of a job on it
+        whose end, with the jobs on it ending before, frees ``g`` GPUs; inf on down nodes or
+        beyond the node's size.
         """
-        cl = core.cluster
-        gs = np.arange(int(cl.node_gpus.max()) + 1)
+        gs = np.arange(int(core.cluster.node_gpus.max()) + 1)
         out = np.where(core.free_g[:, None] >= gs[None, :], 0.0, np.inf)
-        alloc = core.round_allocation()
         if alloc.size:
-            rem = self._running_remaining(core, state, alloc)  # (E,)
             o = np.lexsort((rem, alloc.node))
             node, g = alloc.node[o], alloc.gpus[o]
             cum = np.cumsum(g)
@@ -1005,7 +1004,10 @@ class CoreActorPolicy(BasePolicy):
             single = core.ma.single[:, :, g1, c1, m1]  # (N, K) holds it alone at the request
             now = np.where(single, speed, 0.0).max(axis=0)  # (K,) the best speed now
             est = core.est_run_s(w)  # (K,) s on the fastest type
-            free_at = self._free_times(core, state)  # (N, G_max + 1)
+            # This round's placements count as running.
+            alloc = core.round_allocation()
+            rem = self._running_remaining(core, state, alloc)  # (E,) s
+            free_at = self._free_times(core, alloc, rem)  # (N, G_max + 1)
             # Its fastest type's nodes that could ever hold it alone; the earliest one frees.
             home = (
                 (speed >= 1.0 - 1e-9)
@@ -1016,10 +1018,7 @@ class CoreActorPolicy(BasePolicy):
             wait = np.where(home, free_at[:, Gc], np.inf).min(axis=0)  # (K,)
             cand = core.slot_ok & (now > 0) & home.any(axis=0)
             cand &= wl.min_gpus[w] == wl.max_gpus[w]  # rigid: elastic jobs are sized by rules
-            alloc = core.round_allocation()
-            horizon = (
-                float(self._running_remaining(core, state, alloc).max()) if alloc.size else 0.0
-            )
+            horizon = float(rem.max()) if rem.size else 0.0  # when every running job ends
             run_now = est / np.where(now > 0, now, 1.0)  # (K,) s on the best node now
             # Never a job that would then finish last: a slow start there sets the makespan.
             ok = cand & (run_now <= horizon) & (run_now <= (1.0 - gain) * (wait + est))

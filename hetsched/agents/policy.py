@@ -302,18 +302,19 @@ class CoreActorPolicy(BasePolicy):
       that one node holds alone at their request are looked at shortest first. A job waits for
       its fastest GPU type only while that pays: the estimated wait until one node of that type
       has its GPUs free (the running jobs' and this round's placements' estimated remaining
-      times, isolated rates, taken in order on each node) plus its run time there is compared
-      with its run time on the best node that holds it now. When the latter is at most
-      ``1 - eft_gain`` times the former, and does not exceed every running job's estimated
-      remaining time (a job that would then finish last is not started slowly: it would set
-      the makespan), it is placed there at its request (the fewest free GPUs among the nodes of that speed; the
-      memory hold applies). Earliest finish time first is the classic list-scheduling rule for
-      heterogeneous machines (HEFT); migration may move the job to a faster type later. Elastic
-      jobs are left to the elastic rules. The learned agents wait for the fastest type even when
-      it is busy for hours: on a validation stretch, 1-GPU bert jobs (about 0.5 h on an A100,
-      2.3 h on an RTX 2080 Ti) of a burst waited up to 5 h while 11-14 RTX and T4 GPUs idled.
-      With ``eft_gain`` 0 a job whose fastest type has room now is placed there (waiting never
-      pays); above 0 those are left to the actor. Counter ``eft_placements``.
+      times, isolated rates, taken in order on each node; GPUs only: a node with free GPUs but
+      too few free cores counts as free) plus its run time there is compared with its run time
+      on the best node that holds it now. When the latter is at most ``1 - eft_gain`` times the
+      former, and does not exceed every running job's estimated remaining time (a job that would
+      then finish last is not started slowly: it would set the makespan), it is placed there at
+      its request (the fewest free GPUs among the nodes of that speed; the memory hold applies).
+      Earliest finish time first is the classic list-scheduling rule for heterogeneous machines
+      (HEFT); migration may move the job to a faster type later. Elastic jobs are left to the
+      elastic rules. The learned agents wait for the fastest type even when it is busy for
+      hours: on a validation stretch, 1-GPU bert jobs (about 0.5 h on an A100, 2.3 h on an RTX
+      2080 Ti) of a burst waited up to 5 h while 11-14 RTX and T4 GPUs idled. With ``eft_gain``
+      0 a job whose fastest type has room now is placed there (waiting never pays); above 0
+      those are left to the actor. Counter ``eft_placements``.
     * **Memory guard** (``keep_memory``, off by default): an actor's placement with less memory
       than the job requests is given the requested memory instead (same job, GPU and CPU
       levels) when that is legal on the node. Memory below the request never speeds a job up

@@ -1015,7 +1015,7 @@ class CoreActorPolicy(BasePolicy):
                 & (cl.node_gpus[:, None] >= G[None, :])
                 & core.node_up[:, None]
             )
-            Gc = np.minimum(G, free_at.shape[1] - 1)
+            Gc = np.minimum(G, free_at.shape[1] - 1)  # in range; larger jobs have no home
             wait = np.where(home, free_at[:, Gc], np.inf).min(axis=0)  # (K,)
             cand = core.slot_ok & (now > 0) & home.any(axis=0)
             cand &= wl.min_gpus[w] == wl.max_gpus[w]  # rigid: elastic jobs are sized by rules
@@ -1027,7 +1027,7 @@ class CoreActorPolicy(BasePolicy):
                 break
             k = int(np.argmax(ok))  # the shortest such job
             at = single[:, k] & (speed[:, k] >= now[k] - 1e-9)
-            n = int(np.argmin(np.where(at, core.free_g, np.iinfo(np.int64).max)))
+            n = self._fewest_free(core, at)
             actions = np.zeros(core.N, dtype=np.int64)
             actions[n] = int(core.codec.encode(k, g1, c1, m1))
             actions = self._hold_memory(core, actions)
@@ -1126,7 +1126,7 @@ class CoreActorPolicy(BasePolicy):
             return self._place_spread(core, best) or self._place_slower(core, speed)
         single = core.ma.single[:, 0, g1, c1, m1] & best
         if single.any():  # it fits now: the node with the fewest free GPUs that holds it
-            n = int(np.argmin(np.where(single, core.free_g, np.iinfo(np.int64).max)))
+            n = self._fewest_free(core, single)
             return self._claim_most_cpu(core, n)
         # Room by preemption: victims held on one node, far shorter than the job.
         per_job = np.bincount(cur.job, minlength=wl.num_jobs)[cur.job]
@@ -1181,7 +1181,7 @@ class CoreActorPolicy(BasePolicy):
         if not ok.any():
             return False
         ok &= speed >= speed[ok].max() - 1e-9
-        n = int(np.argmin(np.where(ok, core.free_g, np.iinfo(np.int64).max)))
+        n = self._fewest_free(core, ok)
         return self._claim_most_cpu(core, n)
 
     @staticmethod
@@ -1214,6 +1214,12 @@ class CoreActorPolicy(BasePolicy):
         gf = g.astype(np.float64)
         core.place(j, nodes, g, gf * c[i], gf * m[i])
         return True
+
+    @staticmethod
+    def _fewest_free(core: EnvCore, nodes: NDArray[np.bool_]) -> int:
+        """The node among ``nodes`` (shape (N,), at least one true) with the fewest free GPUs,
+        the lowest index on ties (best fit)."""
+        return int(np.argmin(np.where(nodes, core.free_g, np.iinfo(np.int64).max)))
 
     @staticmethod
     def _claim_most_cpu(core: StateCore, n: int) -> bool:
@@ -1425,7 +1431,7 @@ class CoreActorPolicy(BasePolicy):
         if not cand.any():
             return None
         k = int(np.argmax(np.where(cand, waited, -np.inf)))
-        n = int(np.argmin(np.where(best[:, k], core.free_g, np.iinfo(np.int64).max)))
+        n = CoreActorPolicy._fewest_free(core, best[:, k])
         actions = np.zeros(core.N, dtype=np.int64)
         actions[n] = int(core.codec.encode(k, g1, c1, m1))
         return actions

@@ -1,7 +1,7 @@
 """Score MAIFS checkpoints on the validation windows (checkpoint selection, never the test windows).
 
 The validation sets are Philly windows that neither training nor testing uses for scoring
-(``docs/results.md``): the busiest windows after sorted jobs 55,000, 60,000 and 62,000 on
+(``docs/maifs_log.md``): the busiest windows after sorted jobs 55,000, 60,000 and 62,000 on
 ``sia_64`` and after 60,000 and 62,000 on ``pai_mixed``; on both clusters the busiest windows
 after 68,000 and 80,000, which hold jobs of many hours; and on both clusters the quiet stretch of
 300 consecutive jobs from sorted job 20,000 (arrivals over hours, jobs of up to days, like test
@@ -25,7 +25,7 @@ the failure mode of test window t3 that the other sets miss.
 ``--scan`` adds 51 stretches of 300 consecutive Philly jobs (:data:`SCAN_SETS`): every
 2,500th sorted job from 0 to 80,000 on both clusters, but for those overlapping a test window
 or another quiet set. The rules were chosen on the sets above, so they may be fitted to them; this
-broad scan, added later, checks that (``--only-scan --vs sia --seeds 50``, docs/results.md).
+broad scan, added later, checks that (``--only-scan --vs sia --seeds 50``, docs/maifs_log.md).
 
 ``--alibaba`` adds two sets from the Alibaba PAI v2023 trace (research-use data, not shipped:
 it needs ``../shared/data`` or ``$HETSCHED_SHARED_DATA``): the 300 consecutive pods from job
@@ -95,13 +95,13 @@ VALIDATION_SETS: tuple[ValidationSet, ...] = (
     ("sia_64", 62000),
     ("pai_mixed", 60000),
     ("pai_mixed", 62000),
-    # Windows with jobs of many hours (the makespan failure mode of docs/results.md):
+    # Windows with jobs of many hours (the makespan failure mode of docs/maifs_log.md):
     ("sia_64", 68000),
     ("pai_mixed", 68000),
     ("sia_64", 80000),
     ("pai_mixed", 80000),
     # Quiet stretches with jobs of many hours (like test window t3, whose failure on sia_64 the
-    # busy sets above did not show; docs/results.md, "Progress shaping"):
+    # busy sets above did not show; docs/maifs_log.md, "Progress shaping"):
     ("sia_64", 20000, False),
     ("pai_mixed", 20000, False),
 )

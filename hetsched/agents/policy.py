@@ -160,7 +160,7 @@ class CoreActorPolicy(BasePolicy):
       learned agents may leave a job waiting on idle GPUs for a faster node, but not forever.
       Being event-driven, the policy checks it at decision points (arrivals and completions).
       ``scheduler=maifs`` turns it on at 6 h (``conf/scheduler/maifs.yaml``; chosen on the
-      validation windows, ``docs/results.md``).
+      validation windows, ``docs/maifs_log.md``).
     * **Migration to idle faster GPUs** (``migrate_gain``, off by default): the optional
       ``rebalance`` step of the reference design (``maifs.md`` section 2), restricted to moves.
       After the placements, a running job moves, with its GPU count and CPU and memory per GPU
@@ -181,7 +181,7 @@ class CoreActorPolicy(BasePolicy):
       holds it only briefly; the learned agents sometimes pass on it, which on a lightly
       loaded cluster (few events) leaves it waiting until the next arrival or completion.
       ``scheduler=maifs`` turns it on at once (0 s) for jobs of up to 3 h (chosen on
-      validation, ``docs/results.md``).
+      validation, ``docs/maifs_log.md``).
     * **Preemption for short jobs** (``preempt_ratio``, off by default): after the placements
       and the starvation guard, the rule looks at the waiting jobs that have waited at least
       ``preempt_wait_s`` seconds, shortest first (estimated run time at the request on the
@@ -199,7 +199,7 @@ class CoreActorPolicy(BasePolicy):
       restarts from this rule. Time-sharing schedulers (Sia, LAS) start short jobs at once on
       a busy cluster; this is the non-learned counterpart for MAIFS, in the SRPT spirit.
       ``scheduler=maifs`` turns it on with ratio 4, at most 3 times per job, after 2 h of
-      waiting (chosen on validation, ``docs/results.md``).
+      waiting (chosen on validation, ``docs/maifs_log.md``).
       Without it the policy is non-preemptive: no job is stopped to make room.
     * **Preemption for a much faster GPU** (``preempt_fast``, off by default; needs
       ``preempt_ratio``): before the actor's steps, the same rule runs for the rigid window
@@ -213,7 +213,7 @@ class CoreActorPolicy(BasePolicy):
       short jobs at once (e.g. bert runs 5x faster on an A100 than on an RTX 2080 Ti), as Sia
       does by time-sharing; counter ``fast_preemptions`` (the jobs it placed; their victims
       count in ``preemptions``). ``scheduler=maifs`` turns it on at 2 (chosen on validation;
-      on the test windows it lengthened the loaded windows' makespan, ``docs/results.md``).
+      on the test windows it lengthened the loaded windows' makespan, ``docs/maifs_log.md``).
     * **Elastic sizing** (``elastic_gain``, off by default): the policy sees each elastic job
       (``min_gpus < max_gpus``) with a request of its own choosing, :func:`elastic_request`:
       starting from ``min_gpus``, the count doubles (the last step up to the job's request)

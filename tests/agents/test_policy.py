@@ -807,7 +807,7 @@ def test_state_core_place_checks_its_input() -> None:
 
 
 def test_elastic_request_on_the_shipped_throughput_table() -> None:
-    """docs/results.md: cifar10 on A100s gains 1.68x, 1.56x, 1.40x per doubling from 1 GPU."""
+    """The shipped throughput table: cifar10 on A100s gains 1.68x, 1.56x, 1.40x per doubling from 1 GPU."""
     from hetsched.agents.policy import elastic_request
     from hetsched.sim.throughput import default_throughput
 

@@ -75,7 +75,13 @@ from tqdm.auto import tqdm
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hetsched.agents.config import MAIFSSchedulerConf  # noqa: E402
-from hetsched.agents.policy import SHRINK_ORDERS, WAKE_RULES, MAIFSPolicy, TeacherPolicy  # noqa: E402
+from hetsched.agents.policy import (  # noqa: E402
+    ACTORS,
+    SHRINK_ORDERS,
+    WAKE_RULES,
+    MAIFSPolicy,
+    TeacherPolicy,
+)
 from hetsched.envs.presets import CONF_DIR, resolve_cluster, resolve_workload  # noqa: E402
 from hetsched.envs.spaces import WINDOW_ORDERS  # noqa: E402
 from hetsched.evaluation import atomic_write_text, evaluate  # noqa: E402
@@ -372,6 +378,12 @@ def parse_args(
         type=float,
         default=None,
         help="place waiting jobs where they finish earliest (the saving a placement must make)",
+    )
+    ap.add_argument(
+        "--actor",
+        choices=ACTORS,
+        default="network",
+        help="who takes the decision steps: the checkpoint's network or its teacher (ablation)",
     )
     ap.add_argument(
         "--wake",

@@ -304,6 +304,10 @@ class MAIFSSchedulerConf:
             type when that finishes it sooner, by this fraction, than waiting for its fastest
             type, unless it would then finish last (null = off): see
             :class:`hetsched.agents.policy.CoreActorPolicy`.
+        actor: Who takes the decision steps: ``network`` (the trained agents) or ``teacher``
+            (the checkpoint's behaviour-cloning heuristic with the same window, levels and
+            rules; the ablation without the network): see
+            :class:`hetsched.agents.policy.MAIFSPolicy`.
         window_order: Override the agents' window order (``arrival``, ``attained``, ``sjf``
             or ``typed``; null = the checkpoint's, ``arrival``).
     """
@@ -336,6 +340,7 @@ class MAIFSSchedulerConf:
     wake: str | None = None
     critical_min_rel: float | None = None
     eft_gain: float | None = None
+    actor: str = "network"
     window_order: str | None = None
 
 

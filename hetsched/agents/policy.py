@@ -127,6 +127,9 @@ class _Placement:
 SHRINK_ORDERS: tuple[str, ...] = ("excess", "restart_cost")
 #: Timed wake-ups of :class:`CoreActorPolicy` (``wake``): which waiting thresholds they watch.
 WAKE_RULES: tuple[str, ...] = ("starve", "all")
+#: Who takes :class:`MAIFSPolicy`'s decision steps (``actor``): the checkpoint's network, or the
+#: heuristic it was cloned from (an ablation: the same env settings and rules, no network).
+ACTORS: tuple[str, ...] = ("network", "teacher")
 
 #: A re-placement found by the rules: (saving in seconds, job, its new entries).
 _Candidate = tuple[float, int, Allocation]
@@ -1543,6 +1546,11 @@ class MAIFSPolicy(CoreActorPolicy):
             checkpoint's (``agent.env.window_order``, ``"arrival"`` for checkpoints saved
             before that field existed).
         net: Use this network and config instead of a file (training-time evaluation).
+        actor: Who takes the decision steps: ``"network"`` (the trained agents) or
+            ``"teacher"``, the checkpoint's behaviour-cloning teacher
+            (:class:`~hetsched.agents.teacher.SJFTeacher` with the checkpoint's ``teacher``
+            and ``env.fungible`` settings), with the same window, action levels and rules:
+            the ablation "without the learned network".
     """
 
     def __init__(
@@ -1576,8 +1584,13 @@ class MAIFSPolicy(CoreActorPolicy):
         eft_gain: float | None = None,
         window_order: str | None = None,
         net: tuple[Any, Any] | None = None,
+        actor: str = "network",
     ) -> None:
         import torch
+
+        if actor not in ACTORS:
+            raise ValueError(f"actor={actor!r}; choose one of {', '.join(ACTORS)}")
+        self.actor_kind = actor
 
         from hetsched.agents.agent import env_settings, load_checkpoint, net_from_checkpoint
 
@@ -1641,6 +1654,15 @@ class MAIFSPolicy(CoreActorPolicy):
                 f"the checkpoint expects observations of size {self.net.dims.obs_dim}, this "
                 f"cluster/throughput table gives {self.core.layout.obs_dim} (other model table?)"
             )
-        self.actor = Acting(
-            self.net, self.conf, greedy=self.greedy, rng=rng, conflict=self.conflict
-        )
+        if self.actor_kind == "teacher":
+            t = self.conf.teacher
+            self.actor = SJFTeacher(
+                order=t.order,
+                min_rel_rate=t.min_rel_rate,
+                fungible=self.conf.env.fungible,
+                long_s=t.long_s,
+            ).act
+        else:
+            self.actor = Acting(
+                self.net, self.conf, greedy=self.greedy, rng=rng, conflict=self.conflict
+            )

@@ -23,10 +23,8 @@ from hetsched.sim.throughput import ThroughputModel
 from hetsched.sim.workload import Workload
 
 
-@pytest.mark.parametrize("conflict", ["ordered", "none", "maxsum"])
-def test_policy_matches_env_rollout(conflict: str) -> None:
-    conf = fast_config().agent
-    conf.conflict = conflict
+def _twin_instance() -> tuple[ThroughputModel, Cluster, Workload]:
+    """Two T4 nodes and an A100 node, 12 jobs of 1-4 GPUs arriving over 3 h."""
     tm = tiny_tm()
     cl = make_cluster(
         [
@@ -43,6 +41,14 @@ def test_policy_matches_env_rollout(conflict: str) -> None:
         cpu=4.0,
         mem=16.0,
     )
+    return tm, cl, wl
+
+
+@pytest.mark.parametrize("conflict", ["ordered", "none", "maxsum"])
+def test_policy_matches_env_rollout(conflict: str) -> None:
+    conf = fast_config().agent
+    conf.conflict = conflict
+    tm, cl, wl = _twin_instance()
     env = TeamEnv(cl, wl, tm, env_settings(conf.env))
     torch.manual_seed(0)
     net = build_net(conf.net, net_dims(env.core.layout, env.core.cfg.levels)).eval()
@@ -57,6 +63,39 @@ def test_policy_matches_env_rollout(conflict: str) -> None:
     assert np.isfinite(via_sim.finish_time).all()
     np.testing.assert_allclose(via_sim.finish_time, via_env.finish_time)
     np.testing.assert_allclose(via_sim.start_time, via_env.start_time)
+
+
+def test_teacher_actor_replaces_the_network() -> None:
+    """actor="teacher": the checkpoint's teacher takes the decision steps in the same env."""
+    from hetsched.agents.teacher import SJFTeacher
+
+    conf = fast_config().agent
+    conf.teacher.long_s = 1800.0  # some jobs of the instance count as long for the teacher
+    tm, cl, wl = _twin_instance()
+    env = TeamEnv(cl, wl, tm, env_settings(conf.env))
+    teacher = SJFTeacher(
+        order=conf.teacher.order,
+        min_rel_rate=conf.teacher.min_rel_rate,
+        fungible=conf.env.fungible,
+        long_s=conf.teacher.long_s,
+    )
+    env.reset(np.random.default_rng(0))
+    while not env.step(teacher.act(env.core)).done:
+        pass
+    via_env = env.core.sim.result()  # type: ignore[union-attr]
+    net = build_net(conf.net, net_dims(env.core.layout, env.core.cfg.levels)).eval()
+    pol = MAIFSPolicy(net=(net, conf), actor="teacher")
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    via_sim = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+    np.testing.assert_allclose(via_sim.finish_time, via_env.finish_time)
+    np.testing.assert_allclose(via_sim.start_time, via_env.start_time)
+    # The untrained network decides otherwise, so the switch is what made them equal.
+    pol_net = MAIFSPolicy(net=(net, conf))
+    pol_net.reset(cl, wl, tm, np.random.default_rng(0))
+    by_net = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol_net)
+    assert not np.allclose(by_net.start_time, via_env.start_time)
+    with pytest.raises(ValueError, match="actor='oracle'; choose one of network, teacher"):
+        MAIFSPolicy(net=(net, conf), actor="oracle")
 
 
 def test_teacher_policy_runs_and_validates_args() -> None:

@@ -380,6 +380,12 @@ def parse_args(
         help="place waiting jobs where they finish earliest (the saving a placement must make)",
     )
     ap.add_argument(
+        "--conflict",
+        choices=("ordered", "maxsum", "none"),
+        default=None,
+        help="override the checkpoints' conflict resolution (default: each checkpoint's own)",
+    )
+    ap.add_argument(
         "--actor",
         choices=ACTORS,
         default="network",
@@ -453,6 +459,8 @@ def main() -> None:
     if missing:
         ap.error(f"no such checkpoint file: {', '.join(missing)}")
     rules = {k: getattr(args, k) for k in RULES}
+    if args.conflict is not None:
+        rules["conflict"] = args.conflict
     sets = (
         VALIDATION_SETS
         + (LOADED_SETS if args.loaded else ())

@@ -242,3 +242,7 @@ def test_preset_flag_reads_the_rules_scheduler_maifs_runs() -> None:
     _, bare = mod.parse_args(["x.pt"])  # type: ignore[attr-defined]
     assert bare.preempt_fast is None and bare.starve_guard_s is None and bare.wake is None
     assert all(hasattr(bare, k) for k in rules) and "mem_hold_phi" in rules
+    # The ablation switches: the preset's agents are the network, each with its own conflict rule.
+    assert preset.actor == "network" and preset.conflict is None
+    _, abl = mod.parse_args(["x.pt", "--preset", "--actor", "teacher", "--conflict", "none"])  # type: ignore[attr-defined]
+    assert abl.actor == "teacher" and abl.conflict == "none" and abl.eft_gain == 0.1

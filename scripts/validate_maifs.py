@@ -74,7 +74,7 @@ from tqdm.auto import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hetsched.agents.config import MAIFSSchedulerConf  # noqa: E402
+from hetsched.agents.config import CONFLICT_MODES, MAIFSSchedulerConf  # noqa: E402
 from hetsched.agents.policy import (  # noqa: E402
     ACTORS,
     SHRINK_ORDERS,
@@ -381,7 +381,7 @@ def parse_args(
     )
     ap.add_argument(
         "--conflict",
-        choices=("ordered", "maxsum", "none"),
+        choices=CONFLICT_MODES,
         default=None,
         help="override the checkpoints' conflict resolution (default: each checkpoint's own)",
     )

@@ -1588,12 +1588,11 @@ class MAIFSPolicy(CoreActorPolicy):
     ) -> None:
         import torch
 
+        from hetsched.agents.agent import env_settings, load_checkpoint, net_from_checkpoint
+
         if actor not in ACTORS:
             raise ValueError(f"actor={actor!r}; choose one of {', '.join(ACTORS)}")
         self.actor_kind = actor
-
-        from hetsched.agents.agent import env_settings, load_checkpoint, net_from_checkpoint
-
         torch.set_num_threads(1)
         if net is None:
             path = Path(checkpoint) if checkpoint else DEFAULT_CHECKPOINT
@@ -1655,13 +1654,7 @@ class MAIFSPolicy(CoreActorPolicy):
                 f"cluster/throughput table gives {self.core.layout.obs_dim} (other model table?)"
             )
         if self.actor_kind == "teacher":
-            t = self.conf.teacher
-            self.actor = SJFTeacher(
-                order=t.order,
-                min_rel_rate=t.min_rel_rate,
-                fungible=self.conf.env.fungible,
-                long_s=t.long_s,
-            ).act
+            self.actor = SJFTeacher.for_agent(self.conf).act
         else:
             self.actor = Acting(
                 self.net, self.conf, greedy=self.greedy, rng=rng, conflict=self.conflict

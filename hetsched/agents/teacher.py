@@ -22,10 +22,15 @@ Rule, at every decision step:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from numpy.typing import NDArray
 
 from hetsched.envs.core import EnvCore
+
+if TYPE_CHECKING:
+    from hetsched.agents.config import MAIFSAgentConf
 
 F64 = NDArray[np.float64]
 
@@ -55,6 +60,12 @@ class SJFTeacher:
         self.min_rel_rate = float(min_rel_rate)
         self.fungible = fungible
         self.long_s = float(long_s)
+
+    @classmethod
+    def for_agent(cls, conf: MAIFSAgentConf) -> SJFTeacher:
+        """The teacher an agent config clones: its ``teacher`` settings, ``env.fungible``."""
+        t = conf.teacher
+        return cls(t.order, t.min_rel_rate, conf.env.fungible, t.long_s)
 
     def rates(self, core: EnvCore) -> tuple[F64, NDArray[np.int64]]:
         """Rate of each (node, slot) at its best CPU level and that level.

@@ -192,12 +192,7 @@ class Trainer:
         self.net = build_net(self.conf.net, self.dims)
         self.opt = torch.optim.Adam(self.net.parameters(), lr=self.conf.bc.lr)
         self.rng = np.random.default_rng(cfg.seed)
-        self.teacher = SJFTeacher(
-            order=self.conf.teacher.order,
-            min_rel_rate=self.conf.teacher.min_rel_rate,
-            fungible=self.conf.env.fungible,
-            long_s=self.conf.teacher.long_s,
-        )
+        self.teacher = SJFTeacher.for_agent(self.conf)
         self.phase = "bc"
         self.env_steps = 0
         self.ppo_steps = 0

@@ -74,10 +74,7 @@ def test_teacher_actor_replaces_the_network() -> None:
     tm, cl, wl = _twin_instance()
     env = TeamEnv(cl, wl, tm, env_settings(conf.env))
     teacher = SJFTeacher(
-        order=conf.teacher.order,
-        min_rel_rate=conf.teacher.min_rel_rate,
-        fungible=conf.env.fungible,
-        long_s=conf.teacher.long_s,
+        conf.teacher.order, conf.teacher.min_rel_rate, conf.env.fungible, long_s=1800.0
     )
     env.reset(np.random.default_rng(0))
     while not env.step(teacher.act(env.core)).done:

@@ -254,7 +254,7 @@ class Simulator:
         if workload.model.max() >= throughput.num_models:
             i = int(np.argmax(workload.model))
             raise TraceError(
-                f"workload {workload.name!r}: job {workload.job_id[i]!r} has model index "
+                f"workload {workload.name!r}: job {str(workload.job_id[i])!r} has model index "
                 f"{workload.model[i]} but the throughput table has {throughput.num_models} models"
             )
         self._check_fits()

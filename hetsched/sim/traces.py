@@ -354,7 +354,7 @@ def _validate_jobs(jobs: _Jobs) -> None:
 
     def fail(mask: BoolArray, field_: str, values: NDArray[Any], what: str) -> None:
         i = int(np.flatnonzero(mask)[0])
-        raise TraceError(f"{jobs.where(i)}: {field_} = {values[i]!r} {what}")
+        raise TraceError(f"{jobs.where(i)}: {field_} = {values[i].item()!r} {what}")
 
     if not np.all(np.isfinite(jobs.arrival)):
         fail(~np.isfinite(jobs.arrival), "submission time", jobs.arrival, "is not finite")

@@ -109,14 +109,16 @@ class Workload:
                 f"workload {self.name!r} has no jobs; check the trace window and filters"
             )
 
-        def fail(mask: Any, what: str, values: Any) -> None:
+        def fail(mask: NDArray[np.bool_], field_name: str, values: NDArray[Any], rule: str) -> None:
             i = int(np.flatnonzero(mask)[0])
             raise TraceError(
-                f"workload {self.name!r}: job {str(self.job_id[i])!r} (row {i}) has {what}={values[i]!r}"
+                f"workload {self.name!r}: job {str(self.job_id[i])!r} (row {i}) has "
+                f"{field_name}={values[i].item()!r} ({rule})"
             )
 
-        if not np.all(np.isfinite(self.arrival)) or np.any(self.arrival < 0):
-            fail(~np.isfinite(self.arrival) | (self.arrival < 0), "arrival", self.arrival)
+        bad_arrival = ~np.isfinite(self.arrival) | (self.arrival < 0)
+        if bad_arrival.any():
+            fail(bad_arrival, "arrival", self.arrival, "must be finite and >= 0 seconds")
         if np.any(np.diff(self.arrival) < 0):
             i = int(np.flatnonzero(np.diff(self.arrival) < 0)[0]) + 1
             raise TraceError(
@@ -125,25 +127,39 @@ class Workload:
             )
         bad_work = ~np.isfinite(self.work) | (self.work <= 0)
         if bad_work.any():
-            fail(bad_work, "work (must be > 0)", self.work)
+            fail(bad_work, "work", self.work, "must be finite and > 0")
         if np.any(self.min_gpus < 1):
-            fail(self.min_gpus < 1, "min_gpus (must be >= 1)", self.min_gpus)
-        if np.any(self.req_gpus < self.min_gpus):
-            fail(self.req_gpus < self.min_gpus, "req_gpus below min_gpus", self.req_gpus)
-        if np.any(self.max_gpus < self.req_gpus):
-            fail(self.max_gpus < self.req_gpus, "max_gpus below req_gpus", self.max_gpus)
+            fail(self.min_gpus < 1, "min_gpus", self.min_gpus, "must be >= 1")
+        low = self.req_gpus < self.min_gpus
+        if low.any():
+            i = int(np.flatnonzero(low)[0])
+            fail(low, "req_gpus", self.req_gpus, f"must be >= min_gpus={int(self.min_gpus[i])}")
+        high = self.max_gpus < self.req_gpus
+        if high.any():
+            i = int(np.flatnonzero(high)[0])
+            fail(high, "max_gpus", self.max_gpus, f"must be >= req_gpus={int(self.req_gpus[i])}")
         for name in ("cpu_per_gpu", "mem_per_gpu"):
             v = getattr(self, name)
             bad = ~np.isfinite(v) | (v <= 0)
             if bad.any():
-                fail(bad, f"{name} (must be > 0)", v)
+                fail(bad, name, v, "must be finite and > 0")
         if np.any(self.model < 0):
-            fail(self.model < 0, "model index", self.model)
+            fail(self.model < 0, "model", self.model, "must be a model index >= 0")
         if np.any(self.queue < 0) or (J and self.queue.max() >= len(self.queue_names)):
-            raise TraceError(f"workload {self.name!r}: queue index out of range of queue_names")
+            bad_q = (self.queue < 0) | (self.queue >= len(self.queue_names))
+            fail(
+                bad_q,
+                "queue",
+                self.queue,
+                f"must be below len(queue_names)={len(self.queue_names)}",
+            )
         none = ~self.allowed_types.any(axis=1)
         if none.any():
-            fail(none, "no allowed GPU type", self.allowed_types.sum(axis=1))
+            i = int(np.flatnonzero(none)[0])
+            raise TraceError(
+                f"workload {self.name!r}: job {str(self.job_id[i])!r} (row {i}) may run on no GPU "
+                "type (its allowed_types row is all False)"
+            )
 
     def subset(self, index: NDArray[np.integer] | slice, name: str | None = None) -> Workload:
         """A new workload with the selected jobs (order preserved)."""

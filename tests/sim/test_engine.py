@@ -204,6 +204,17 @@ def test_job_larger_than_cluster_is_a_clear_error() -> None:
         Simulator(one_node(4), wl, make_tm())
 
 
+def test_model_index_beyond_the_table_is_a_clear_error() -> None:
+    tm = make_tm()
+    wl = make_workload([0, 5], [10.0, 10.0], [1, 1], model=[0, tm.num_models])
+    with pytest.raises(TraceError) as info:
+        Simulator(one_node(4), wl, tm)
+    assert str(info.value) == (
+        f"workload 'wl': job 'j1' has model index {tm.num_models} but the throughput table "
+        f"has {tm.num_models} models"
+    )
+
+
 def test_stalled_policy_detected() -> None:
     class Never:
         def decide(self, state):  # type: ignore[no-untyped-def]

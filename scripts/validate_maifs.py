@@ -82,7 +82,12 @@ from hetsched.agents.policy import (  # noqa: E402
     MAIFSPolicy,
     TeacherPolicy,
 )
-from hetsched.envs.presets import CONF_DIR, resolve_cluster, resolve_workload  # noqa: E402
+from hetsched.envs.presets import (  # noqa: E402
+    resolve_cluster,
+    resolve_workload,
+    scheduler_factory,
+    scheduler_node,
+)
 from hetsched.envs.spaces import WINDOW_ORDERS  # noqa: E402
 from hetsched.evaluation import atomic_write_text, evaluate  # noqa: E402
 from hetsched.sim.engine import SimConfig  # noqa: E402
@@ -177,28 +182,15 @@ def workload_kwargs(trace: str, start: int, busiest: bool) -> dict[str, Any]:
 
 def baseline_factory(name: str) -> Callable[[], Any]:
     """A factory of the scheduler preset ``conf/scheduler/<name>.yaml`` (as ``evaluate.py``
-    builds it).
+    builds it), for ``--vs``.
 
     Raises:
         ValueError: If there is no such preset.
     """
-    from hydra.utils import instantiate
-
-    if not (CONF_DIR / "scheduler" / f"{name}.yaml").is_file():
-        avail = sorted(p.stem for p in (CONF_DIR / "scheduler").glob("*.yaml"))
-        raise ValueError(f"--vs {name}: no scheduler preset of that name; available: {avail}")
-    node = scheduler_node(name)
-    return lambda: instantiate(node)
-
-
-def scheduler_node(name: str) -> Any:
-    """The composed config of ``conf/scheduler/<name>.yaml``, as ``evaluate.py`` composes it."""
-    from hydra import compose, initialize_config_dir
-
-    import hetsched.config  # noqa: F401  (registers the schemas)
-
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return compose("evaluate", overrides=[f"scheduler={name}"]).scheduler[name]
+    try:
+        return scheduler_factory(name)
+    except ValueError as err:
+        raise ValueError(f"--vs {name}: {err}") from None
 
 
 def at_or_below(rows: Sequence[Mapping[str, Any]], baseline: str) -> dict[str, list[bool]]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from hydra.errors import ConfigCompositionException, InstantiationException
 from hydra.utils import instantiate
 
 from hetsched.config import sim_config_from
+from hetsched.envs.presets import resolve_cluster, resolve_workload, scheduler_factory
 from hetsched.sim.errors import ClusterSpecError, HetschedError
 from hetsched.sim.faults import FailureSpecError
 
@@ -109,3 +111,29 @@ def test_missing_csv_trace_is_a_clear_error_from_the_app(tmp_path: Path) -> None
 def test_error_types_share_one_base() -> None:
     assert issubclass(FailureSpecError, HetschedError)
     assert issubclass(ClusterSpecError, HetschedError)
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (
+            lambda: resolve_cluster("sia64"),
+            r"unknown cluster preset 'sia64' .*'sia_64'.*Cluster obj",
+        ),
+        (lambda: resolve_workload("phily"), r"unknown workload preset 'phily' .*'philly'"),
+        (lambda: scheduler_factory("gavell"), r"unknown scheduler preset 'gavell' .*'gavel'"),
+        (
+            lambda: resolve_workload("philly", {"num_jobz": 3}),
+            r"cannot compose workload preset 'philly' with \['workload.num_jobz=3'\]",
+        ),
+    ],
+)
+def test_preset_names_from_python_list_the_choices(call: Callable[[], object], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_scheduler_factory_builds_a_fresh_policy_per_call() -> None:
+    make = scheduler_factory("las")
+    a, b = make(), make()
+    assert type(a).__name__ == "LAS" and a is not b

@@ -165,7 +165,9 @@ class EvalConf:
 
     Attributes:
         every: Env steps between evaluations (0: no evaluation, no ``best.pt``).
-        baseline: Teacher (``"teacher"``) or another scheduler preset name run by the runner.
+        baseline: ``"teacher"`` (the agent's behaviour-cloning teacher) or the name of a
+            scheduler preset (``conf/scheduler/<name>.yaml``, e.g. ``"fifo"`` or ``"sia"``),
+            run once by the same runner; an unknown name fails when the trainer is built.
         cluster: Cluster preset name; null = the training app's ``cluster``.
         workload: Workload preset name; null = the training app's ``workload``.
         workload_kwargs: Overrides of the workload's fields (a validation window, not a test

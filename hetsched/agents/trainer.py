@@ -28,6 +28,7 @@ import functools
 import math
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,12 @@ from hetsched.agents.config import CurriculumItem, TrainConfig
 from hetsched.agents.driver import TeamEnv
 from hetsched.agents.teacher import SJFTeacher
 from hetsched.envs.core import EnvCore
-from hetsched.envs.presets import WorkloadFactory, resolve_cluster, resolve_workload
+from hetsched.envs.presets import (
+    WorkloadFactory,
+    resolve_cluster,
+    resolve_workload,
+    scheduler_factory,
+)
 from hetsched.sim.cluster import Cluster
 from hetsched.sim.throughput import ThroughputModel, default_throughput
 
@@ -202,6 +208,8 @@ class Trainer:
         self.last_ckpt = 0
         self.baseline: dict[str, float] | None = None
         self.writer: Any = None
+        if self.conf.eval.every > 0 and self.conf.eval.baseline != "teacher":
+            self._baseline_factory()  # an unknown preset fails now, not after hours of training
         if cfg.init and not cfg.resume:
             ck = load_checkpoint(cfg.init, obs_dim=self.dims.obs_dim)
             self.net.load_state_dict(ck["model"])
@@ -487,7 +495,6 @@ class Trainer:
     def evaluate_now(self) -> dict[str, float]:
         """Greedy agent and the fixed baseline on the validation item (same runner)."""
         from hetsched.agents.policy import MAIFSPolicy, TeacherPolicy
-        from hetsched.baselines.heuristics import FIFO
         from hetsched.evaluation import evaluate
         from hetsched.sim.engine import SimConfig
 
@@ -505,10 +512,8 @@ class Trainer:
                     window=self.conf.env.window,
                     **OmegaConf.to_container(OmegaConf.structured(self.conf.teacher)),  # type: ignore[arg-type]
                 )
-            elif e.baseline == "fifo":
-                pols["baseline"] = FIFO
             else:
-                raise ValueError(f"eval.baseline={e.baseline!r} must be 'teacher' or 'fifo'")
+                pols["baseline"] = self._baseline_factory()
         outs = evaluate(
             pols,
             cluster=cl,
@@ -527,6 +532,15 @@ class Trainer:
             self.baseline = {k: v for k, v in res.items() if k.startswith("baseline")}
         res.update(self.baseline)
         return res
+
+    def _baseline_factory(self) -> Callable[[], Any]:
+        """Fresh policies of the scheduler preset ``eval.baseline`` names (not the teacher)."""
+        try:
+            return scheduler_factory(self.conf.eval.baseline)
+        except ValueError as err:
+            raise ValueError(
+                f"agent.eval.baseline={self.conf.eval.baseline!r}: {err}; or 'teacher'"
+            ) from None
 
     def maybe_evaluate(self, force: bool = False) -> None:
         """Evaluate every ``eval.every`` env steps (0: never); keep ``best.pt`` (lowest avg JCT)."""

@@ -36,39 +36,72 @@ CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 _CACHE: dict[tuple[str, ...], Any] = {}
 
 
-def _compose(group: str, name: str, overrides: tuple[str, ...]) -> Any:
-    """Instantiate ``conf/<group>/<name>.yaml`` (with overrides) through Hydra, cached."""
-    key = (group, name, *overrides)
-    if key in _CACHE:
-        return _CACHE[key]
+def _evaluate_config(group: str, name: str, overrides: tuple[str, ...]) -> Any:
+    """``conf/evaluate.yaml`` composed with ``<group>=<name>`` and ``overrides`` (not cached).
+
+    Raises:
+        ValueError: If there is no such preset (naming those there are), or it does not
+            compose with the overrides.
+    """
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
     from hydra.errors import HydraException
-    from hydra.utils import instantiate
 
     import hetsched.config  # noqa: F401  (registers the schemas)
 
     preset = CONF_DIR / group / f"{name}.yaml"
     if not preset.is_file():
         avail = sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+        what = {"cluster": "Cluster", "workload": "Workload or factory"}.get(group)
         raise ValueError(
-            f"unknown {group} preset {name!r} (no {preset}); available: {avail or 'none'}; "
-            f"or pass a {'Cluster' if group == 'cluster' else 'Workload or factory'} object"
+            f"unknown {group} preset {name!r} (no {preset}); available: {avail or 'none'}"
+            + (f"; or pass a {what} object" if what else "")
         )
     ovr = [f"{group}={name}", *overrides]
     try:
         if GlobalHydra.instance().is_initialized():
-            cfg = compose("evaluate", overrides=ovr)
-        else:
-            with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-                cfg = compose("evaluate", overrides=ovr)
+            return compose("evaluate", overrides=ovr)
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            return compose("evaluate", overrides=ovr)
     except HydraException as err:
         raise ValueError(
             f"cannot compose {group} preset {name!r} with {list(overrides)}: {err}"
         ) from err
-    obj = instantiate(cfg[group])
+
+
+def _compose(group: str, name: str, overrides: tuple[str, ...]) -> Any:
+    """Instantiate ``conf/<group>/<name>.yaml`` (with overrides) through Hydra, cached."""
+    key = (group, name, *overrides)
+    if key in _CACHE:
+        return _CACHE[key]
+    from hydra.utils import instantiate
+
+    obj = instantiate(_evaluate_config(group, name, overrides)[group])
     _CACHE[key] = obj
     return obj
+
+
+def scheduler_node(name: str) -> Any:
+    """The config node of the scheduler preset ``conf/scheduler/<name>.yaml``, composed as
+    ``scripts/evaluate.py`` composes it (``hydra.utils.instantiate`` builds the policy).
+
+    Raises:
+        ValueError: If there is no such preset; the message lists those there are.
+    """
+    return _evaluate_config("scheduler", name, ())["scheduler"][name]
+
+
+def scheduler_factory(name: str) -> Callable[[], Any]:
+    """A factory of fresh policies of the scheduler preset ``name`` (e.g. ``"fifo"``,
+    ``"sia"``): each call instantiates the preset anew, since policies keep per-run state.
+
+    Raises:
+        ValueError: If there is no such preset; the message lists those there are.
+    """
+    from hydra.utils import instantiate
+
+    node = scheduler_node(name)
+    return lambda: instantiate(node)
 
 
 def resolve_throughput(throughput: ThroughputModel | str | Path | None) -> ThroughputModel:

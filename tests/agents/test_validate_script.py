@@ -213,7 +213,7 @@ def test_a_baseline_runs_beside_the_checkpoints() -> None:
     assert set(scores) == {"teacher", str(ck), "fifo"}
     assert {r["name"] for r in rows} == {"teacher", str(ck), "fifo"}
     assert len(mod.at_or_below(rows, "fifo")[str(ck)]) == 1  # type: ignore[attr-defined]
-    with pytest.raises(ValueError, match="no scheduler preset"):
+    with pytest.raises(ValueError, match="--vs nonesuch: unknown scheduler preset 'nonesuch'"):
         mod.baseline_factory("nonesuch")  # type: ignore[attr-defined]
 
 

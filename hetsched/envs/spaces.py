@@ -173,7 +173,7 @@ class RewardWeights:
                 raise ValueError(
                     f"unknown reward component(s) {sorted(unknown)}; components: {sorted(known)}"
                 )
-            return cls(**{k: float(v) for k, v in value.items()})
+            return cls(**dict(value))  # __post_init__ checks and converts each weight
         raise ValueError(f"reward_weights={value!r} must be a RewardWeights, a mapping or None")
 
 

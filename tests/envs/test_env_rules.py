@@ -165,13 +165,34 @@ def test_truncation_at_max_cycles_never_after_step_one() -> None:
         tiny_env(jobs([4]), max_cycles=1)
 
 
-def test_settings_errors_name_the_value() -> None:
-    with pytest.raises(ValueError, match="conflict_rule='nope'"):
-        tiny_env(jobs([4]), conflict_rule="nope")
-    with pytest.raises(ValueError, match="lacks the 1.0 level"):
-        tiny_env(jobs([4]), levels={"gpu": [2.0]})
-    with pytest.raises(ValueError, match="unknown reward component"):
-        tiny_env(jobs([4]), reward_weights={"jct": 1.0})
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"conflict_rule": "nope"}, r"conflict_rule='nope' is not one of \['lowest_index'"),
+        ({"advance": "tick"}, r"advance='tick' is not one of"),
+        ({"window": 0}, r"window=0 must be an integer >= 1"),
+        ({"window": 2.5}, r"window=2.5 must be an integer >= 1"),
+        ({"resident_slots": True}, r"resident_slots=True must be an integer >= 1"),
+        ({"max_decisions_per_round": 0}, r"max_decisions_per_round=0 must be an integer"),
+        ({"round_s": 0.0}, r"round_s=0.0 must be a positive number of seconds"),
+        ({"round_s": float("nan")}, r"round_s=nan must be a positive number of seconds"),
+        ({"max_time_s": -5.0}, r"max_time_s=-5.0 must be > 0 or None"),
+        ({"levels": {"gpu": [2.0]}}, r"levels.gpu=\[2.0\] lacks the 1.0 level"),
+        ({"levels": {"cpu": []}}, r"levels.cpu is empty; give at least the 1.0 level"),
+        ({"levels": {"mem": [1.0, -0.5]}}, r"levels.mem=\[1.0, -0.5\] must hold positive finite"),
+        ({"levels": {"cpu": [1.0, 1.0]}}, r"levels.cpu=\[1.0, 1.0\] has duplicates"),
+        ({"levels": {"gpu": "big"}}, r"levels.gpu='big' must be a sequence of positive numbers"),
+        ({"levels": {"disk": [1.0]}}, r"unknown level set key\(s\) \['disk'\]; allowed:"),
+        ({"levels": [1.0]}, r"levels=\[1.0\] must be a LevelSets, a mapping or None"),
+        ({"reward_weights": {"jct": 1.0}}, r"unknown reward component\(s\) \['jct'\]"),
+        ({"reward_weights": {"jobs": float("inf")}}, r"reward weight jobs=inf must be finite"),
+        ({"reward_weights": {"jobs": "x"}}, r"reward weight jobs='x' must be a number"),
+        ({"reward_weights": 3}, r"reward_weights=3 must be a RewardWeights, a mapping or None"),
+    ],
+)
+def test_settings_errors_name_the_value(kw: dict[str, Any], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        tiny_env(jobs([4]), **kw)
 
 
 def test_fungible_levels_change_amounts() -> None:

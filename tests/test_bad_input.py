@@ -123,6 +123,10 @@ def test_error_types_share_one_base() -> None:
         (lambda: resolve_workload("phily"), r"unknown workload preset 'phily' .*'philly'"),
         (lambda: scheduler_factory("gavell"), r"unknown scheduler preset 'gavell' .*'gavel'"),
         (
+            lambda: resolve_cluster("custom"),
+            r"cluster preset 'custom' needs a value for cluster.path",
+        ),
+        (
             lambda: resolve_workload("philly", {"num_jobz": 3}),
             r"cannot compose workload preset 'philly' with \['workload.num_jobz=3'\]",
         ),

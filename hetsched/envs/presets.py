@@ -75,8 +75,16 @@ def _compose(group: str, name: str, overrides: tuple[str, ...]) -> Any:
     if key in _CACHE:
         return _CACHE[key]
     from hydra.utils import instantiate
+    from omegaconf.errors import MissingMandatoryValue
 
-    obj = instantiate(_evaluate_config(group, name, overrides)[group])
+    try:
+        obj = instantiate(_evaluate_config(group, name, overrides)[group])
+    except MissingMandatoryValue as err:
+        field = str(err.full_key)
+        raise ValueError(
+            f"{group} preset {name!r} needs a value for {field} (it is '???' in "
+            f"conf/{group}/{name}.yaml); give it, e.g. the Hydra override {field}=..."
+        ) from None
     _CACHE[key] = obj
     return obj
 

@@ -137,3 +137,27 @@ def test_shipped_checkpoints_load_and_schedule(path: Path) -> None:
     pol.reset(cl, wl, tm, np.random.default_rng(1))
     res = Simulator(cl, wl, tm, SimConfig()).run(pol)
     assert np.isfinite(res.finish_time).all()  # every job was placed and finished
+
+
+@pytest.mark.parametrize("cluster", ["sia_64", "pai_mixed", "gavel_108", "large_2048"])
+def test_default_scheduler_runs_on_every_cluster_preset(cluster: str) -> None:
+    """Size-agnostic: ``scheduler=maifs`` (shipped checkpoint and rules) needs no retraining
+    for another node count or other GPU types; one agent per node."""
+    from hetsched.envs.presets import resolve_cluster, scheduler_factory
+    from hetsched.envs.testing import synthetic_workload
+    from hetsched.sim.throughput import default_throughput
+
+    tm, cl = default_throughput(), resolve_cluster(cluster)
+    wl = synthetic_workload(
+        throughput=tm, cluster=cl, rng=np.random.default_rng(0), num_jobs=16,
+        mean_interarrival_s=30.0,
+    )  # fmt: skip
+    pol = scheduler_factory("maifs")()
+    assert isinstance(pol, MAIFSPolicy)
+    pol.reset(cl, wl, tm, np.random.default_rng(1))
+    assert pol.core is not None
+    n_agents = pol.core.N
+    assert n_agents == cl.num_nodes
+    res = Simulator(cl, wl, tm, SimConfig()).run(pol)
+    assert np.isfinite(res.finish_time).all()
+    assert pol.run_stats()["decision_steps"] > 0  # the network acted, not only rules

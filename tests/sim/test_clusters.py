@@ -338,10 +338,47 @@ def test_pai_options() -> None:
         pai_cluster(mem_unit="TB")
 
 
-def test_pai_custom_file_errors(tmp_path: Path) -> None:
-    bad = write(tmp_path, "m1,T4,96,512,2\nm2,T4,ninety,512,2\n", "spec.csv")
-    with pytest.raises(ClusterSpecError, match=r"spec\.csv:2: cap_cpu='ninety'"):
-        pai_cluster(num_nodes=1, path=bad)
+@pytest.mark.parametrize(
+    ("body", "kw", "match"),
+    [
+        (
+            "m1,T4,96,512,2\nm2,T4,ninety,512,2\n",
+            {},
+            r"spec\.csv:2: cap_cpu='ninety' is not a number",
+        ),
+        ("m1,T4,96,-512,2\n", {}, r"spec\.csv:1: cap_mem='-512' must be >= 0"),
+        ("m1,T4,96,512,inf\n", {}, r"spec\.csv:1: cap_gpu='inf' must be >= 0"),
+        ("m1,T4,96,512,1.5\n", {}, r"spec\.csv:1: cap_gpu=1.5 is not an integer"),
+        ("m1,T4,96,512\n", {}, r"spec\.csv:1: expected 5 fields \(machine,gpu_type,cap_cpu,"),
+        ("\n\n", {}, r"spec\.csv: no machine rows"),
+        ("m1,T4,96,512,2\n", {"gpu_types": ["v100"]}, r"no machine of gpu_types=\['v100'\]"),
+        ("m1,T4,0,512,2\n", {}, r"spec\.csv:1: machine m1 \(T4\) has cap_gpu=2, cap_cpu=0.0"),
+        ("m1,H800,96,512,2\n", {}, r"spec\.csv:1 \(machine m1, gpu_type\); add 'H800' to exclude"),
+        ("m1,T4,96,512,2\n", {"seed": 1.5}, r"pai_cluster: seed=1.5 must be an integer"),
+    ],
+)
+def test_pai_custom_file_errors(
+    tmp_path: Path, body: str, kw: dict[str, object], match: str
+) -> None:
+    bad = write(tmp_path, body, "spec.csv")
+    with pytest.raises(ClusterSpecError, match=match):
+        pai_cluster(num_nodes=1, path=bad, **kw)  # type: ignore[arg-type]
+
+
+def test_pai_missing_file_and_header_file(tmp_path: Path) -> None:
+    with pytest.raises(ClusterSpecError, match=r"PAI machine spec .*nope\.csv not found"):
+        pai_cluster(num_nodes=1, path=tmp_path / "nope.csv")
+    spec = write(tmp_path, "T4,m1,2,96,512\n", "cols.csv")
+    write(tmp_path, "gpu_type,machine,cap_gpu,cap_cpu,cap_mem\n", "cols.header")
+    assert pai_cluster(num_nodes=1, path=spec).describe().endswith("2 GPUs (2 t4), 1 nodes")
+    write(tmp_path, "gpu_type,machine,cap_gpu\n", "cols.header")
+    with pytest.raises(
+        ClusterSpecError, match=r"header file lacks column\(s\) \['cap_cpu', 'cap_mem'\]"
+    ):
+        pai_cluster(num_nodes=1, path=spec)
+
+
+def test_pai_good_custom_file(tmp_path: Path) -> None:
     good = write(tmp_path, "m1,T4,96,512,2\nm2,V100M32,96,384,8\nm3,CPU,96,512,0\n", "ok.csv")
     c = pai_cluster(name="tiny", num_nodes=2, path=good)
     assert c.describe() == "tiny: 10 GPUs (8 v100, 2 t4), 2 nodes"

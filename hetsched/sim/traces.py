@@ -130,6 +130,10 @@ CSV_FIELDS: dict[str, str | None] = {
     "gpu_types": None,
 }
 
+#: The optional fields of :data:`CSV_FIELDS`: read from a column of the same name when
+#: ``columns`` does not map them (``columns={field: None}`` ignores such a column).
+_OPTIONAL_CSV_FIELDS: tuple[str, ...] = tuple(k for k, v in CSV_FIELDS.items() if v is None)
+
 _TIME_UNITS = {"s": 1.0, "ms": 1e-3, "min": 60.0, "h": 3600.0}
 
 #: Alibaba GPU models -> catalogue types. ``None``: an undisclosed (G2, G3) or uncatalogued (A10)
@@ -924,7 +928,9 @@ def csv_trace(
             ``job_id, submission_time, duration, num_gpu``. Optional: ``model`` (names in the
             throughput table; otherwise :func:`assign_models`), ``batch_size``, ``cpu_per_gpu``
             (cores), ``mem_per_gpu`` (GiB), ``queue``, ``gpu_types`` (``|``-separated catalogue
-            types or aliases; empty = any).
+            types or aliases; empty = any). An optional field that ``columns`` does not map is
+            read from a column of its own name if the header has one; map it to ``None`` to
+            ignore that column.
         time_unit: Unit of numeric ``submission_time`` and ``duration``: ``s``, ``ms``, ``min``
             or ``h``. A ``submission_time`` column of date-times (``YYYY-MM-DD HH:MM:SS``) is
             detected from its first value.
@@ -953,6 +959,10 @@ def csv_trace(
         if cols[req] is None:
             raise TraceError(f"columns: field {req!r} is required and cannot be null")
     tab = _read_csv(p, [c for c in cols.values() if c is not None])
+    given = set(columns or ())
+    for f in _OPTIONAL_CSV_FIELDS:  # an optional field's own name in the header is read
+        if f not in given and tab.has(f):
+            cols[f] = f
     c_sub, c_dur, c_gpu = str(cols["submission_time"]), str(cols["duration"]), str(cols["num_gpu"])
     if cols["job_id"] is None:
         ids = np.char.add(f"{p.name.split('.')[0]}-", tab.lines.astype(str))

@@ -419,6 +419,66 @@ def test_csv_bad_inputs(
         assert needle in str(e.value), (needle, str(e.value))
 
 
+INLINE_BAD = [
+    ("", "the file is empty; expected a header line"),
+    ("job_id,submission_time,duration,num_gpu\n", "no data rows after the header"),
+    (
+        "job_id,submission_time,duration,num_gpu\nj1,2024-01-01 00:00:00,10,1\n"
+        "j2,2024-13-01 00:00:00,10,1\n",
+        "line 3: submission_time = '2024-13-01 00:00:00' is not a date-time",
+    ),
+    (
+        "job_id,submission_time,duration,num_gpu\nj1,soon,10,1\n",
+        "line 2: submission_time = 'soon' is neither a number nor a date-time",
+    ),
+    (
+        "job_id,submission_time,duration,num_gpu,cpu_per_gpu\nj1,0,10,1,4\nj2,1,10,1,0\n",
+        "line 3: job 'j2': cpu_per_gpu = 0.0 must be a finite number > 0",
+    ),
+    (
+        "job_id,submission_time,duration,num_gpu,batch_size\nj1,0,10,1,-32\n",
+        "line 2: job 'j1': batch_size = -32 must be >= 0",
+    ),
+]
+
+
+@pytest.mark.parametrize(("body", "needle"), INLINE_BAD)
+def test_csv_bad_values_name_line_field_and_value(
+    body: str, needle: str, trace_tm: ThroughputModel, sia_cluster: Cluster, tmp_path: Path
+) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text(body, encoding="utf-8")
+    with pytest.raises(TraceError) as e:
+        csv_trace(path, throughput=trace_tm, cluster=sia_cluster, rng=rng())
+    assert str(e.value).startswith("t.csv") and needle in str(e.value), str(e.value)
+
+
+def test_csv_reads_optional_columns_by_their_own_names(
+    trace_tm: ThroughputModel, sia_cluster: Cluster, tmp_path: Path
+) -> None:
+    path = tmp_path / "opt.csv"
+    path.write_text(
+        "job_id,submission_time,duration,num_gpu,cpu_per_gpu,queue,gpu_types\n"
+        "a,0,100,1,6,alice,t4\nb,5,100,2,3,bob,\n",
+        encoding="utf-8",
+    )
+    kw: dict[str, Any] = dict(throughput=trace_tm, cluster=sia_cluster, rng=rng())
+    wl = csv_trace(path, **kw)
+    np.testing.assert_array_equal(wl.cpu_per_gpu, [6.0, 3.0])
+    assert wl.queue_names == ("alice", "bob")
+    assert set(np.flatnonzero(wl.allowed_types[0])) == {tidx("t4")} and wl.allowed_types[1].all()
+    ignored = csv_trace(path, columns={"cpu_per_gpu": None, "queue": None}, **kw)
+    assert not np.array_equal(ignored.cpu_per_gpu, [6.0, 3.0])  # the default, not the column
+    assert ignored.queue_names == ("default",)
+
+
+def test_missing_csv_file_is_a_clear_error(
+    trace_tm: ThroughputModel, sia_cluster: Cluster, tmp_path: Path
+) -> None:
+    with pytest.raises(TraceError, match=r"trace file '.*none\.csv' not found"):
+        csv_trace(tmp_path / "none.csv", throughput=trace_tm, cluster=sia_cluster, rng=rng())
+
+
 def test_csv_unknown_gpu_type_in_constraint(
     trace_tm: ThroughputModel, sia_cluster: Cluster, fixtures_dir: Path
 ) -> None:

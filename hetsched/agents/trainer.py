@@ -208,7 +208,7 @@ class Trainer:
         self.last_ckpt = 0
         self.baseline: dict[str, float] | None = None
         self.writer: Any = None
-        if self.conf.eval.every > 0 and self.conf.eval.baseline != "teacher":
+        if self.conf.eval.every > 0:
             self._baseline_factory()  # an unknown preset fails now, not after hours of training
         if cfg.init and not cfg.resume:
             ck = load_checkpoint(cfg.init, obs_dim=self.dims.obs_dim)
@@ -494,7 +494,7 @@ class Trainer:
     # ------------------------------------------------------------------ evaluation
     def evaluate_now(self) -> dict[str, float]:
         """Greedy agent and the fixed baseline on the validation item (same runner)."""
-        from hetsched.agents.policy import MAIFSPolicy, TeacherPolicy
+        from hetsched.agents.policy import MAIFSPolicy
         from hetsched.evaluation import evaluate
         from hetsched.sim.engine import SimConfig
 
@@ -507,13 +507,7 @@ class Trainer:
         self.net.eval()
         pols: dict[str, Any] = {"maifs": lambda: MAIFSPolicy(net=(self.net, self.conf))}
         if self.baseline is None:
-            if e.baseline == "teacher":
-                pols["baseline"] = lambda: TeacherPolicy(
-                    window=self.conf.env.window,
-                    **OmegaConf.to_container(OmegaConf.structured(self.conf.teacher)),  # type: ignore[arg-type]
-                )
-            else:
-                pols["baseline"] = self._baseline_factory()
+            pols["baseline"] = self._baseline_factory()
         outs = evaluate(
             pols,
             cluster=cl,
@@ -534,7 +528,13 @@ class Trainer:
         return res
 
     def _baseline_factory(self) -> Callable[[], Any]:
-        """Fresh policies of the scheduler preset ``eval.baseline`` names (not the teacher)."""
+        """Fresh policies of ``eval.baseline``: the teacher this run clones (its settings and
+        ``env.fungible``, as :meth:`SJFTeacher.for_agent`), or a scheduler preset."""
+        if self.conf.eval.baseline == "teacher":
+            from hetsched.agents.policy import TeacherPolicy
+
+            t, window = SJFTeacher.for_agent(self.conf), self.conf.env.window
+            return lambda: TeacherPolicy(window, t.order, t.min_rel_rate, t.fungible, t.long_s)
         try:
             return scheduler_factory(self.conf.eval.baseline)
         except ValueError as err:

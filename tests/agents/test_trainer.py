@@ -92,6 +92,19 @@ def test_unknown_evaluation_baseline_fails_before_training(tmp_path: Path) -> No
     assert not (tmp_path / "checkpoints").exists()
 
 
+def test_teacher_baseline_is_the_teacher_this_run_clones(tmp_path: Path) -> None:
+    cfg = fast_config(steps=32)
+    cfg.agent.eval.every, cfg.agent.eval.baseline = 32, "teacher"
+    cfg.agent.env.fungible, cfg.agent.teacher.long_s = False, 1800.0  # the no-fungible ablation
+    tm = tiny_tm()
+    tr = Trainer(cfg, tmp_path, throughput=tm, envs=[tiny_env(cfg.agent, tm)])
+    pol = tr._baseline_factory()()
+    teacher = pol.actor.__self__  # type: ignore[union-attr]
+    assert isinstance(teacher, SJFTeacher)
+    assert (teacher.fungible, teacher.long_s) == (False, 1800.0)
+    assert pol.settings.window == cfg.agent.env.window
+
+
 @pytest.mark.slow
 def test_training_app_end_to_end(tmp_path: Path) -> None:
     """``scripts/train.py`` as users run it, with a tiny budget: checkpoints, best.pt, out=."""

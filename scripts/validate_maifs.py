@@ -57,6 +57,8 @@ Usage::
         --critical-s 86400 --critical-wait-s 10800 --mem-hold-phi 0.4 --alibaba --loaded \
         --vs sia
     python scripts/validate_maifs.py A.pt --preset --only-scan --vs sia --seeds 50
+    python scripts/validate_maifs.py checkpoints/maifs_default.pt --preset --alibaba --loaded \
+        --members checkpoints/maifs_default_{seed5,seed6,elastic,loaded}.pt   # the ensemble
 """
 
 from __future__ import annotations
@@ -212,7 +214,7 @@ def at_or_below(rows: Sequence[Mapping[str, Any]], baseline: str) -> dict[str, l
 RULES: tuple[str, ...] = tuple(
     f.name
     for f in fields(MAIFSSchedulerConf)
-    if f.name not in ("_target_", "checkpoint", "greedy", "conflict")
+    if f.name not in ("_target_", "checkpoint", "ensemble", "greedy", "conflict")
 )
 
 
@@ -249,7 +251,9 @@ def score_checkpoints(
         paths: Checkpoint files.
         policy_kwargs: Keyword arguments of :class:`MAIFSPolicy` for every checkpoint: its rules
             (``starve_guard_s``, ``migrate_gain``, ``preempt_ratio``, ``fast_wait_s``, ...),
-            ``long_guard_s`` or ``window_order``. None: each checkpoint as saved, no rules.
+            ``long_guard_s``, ``window_order`` or ``ensemble``, the further members acting
+            with every checkpoint; without it each checkpoint acts alone, also the default
+            one). None: each checkpoint as saved, alone, no rules.
             The teacher keeps its own settings (arrival-order window), so scores stay
             comparable.
         sets: ``(cluster, start[, busiest[, workload]])`` validation sets (:data:`ValidationSet`).
@@ -267,6 +271,7 @@ def score_checkpoints(
     teacher = partial(TeacherPolicy, window=16, long_s=10800.0)
     policies: dict[str, Callable[[], Any]] = {"teacher": teacher}
     kw = dict(policy_kwargs or {})
+    kw.setdefault("ensemble", [])  # a checkpoint file is scored alone unless members are given
     for p in paths:
         policies[str(p)] = partial(MAIFSPolicy, checkpoint=p, **kw)
     policies.update(baselines or {})
@@ -391,6 +396,16 @@ def parse_args(
     )
     ap.add_argument("--window-order", choices=WINDOW_ORDERS, default=None)
     ap.add_argument(
+        "--members",
+        type=Path,
+        nargs="+",
+        default=[],
+        metavar="CKPT",
+        help="ensemble members acting together with every checkpoint scored (default: none, "
+        "each checkpoint alone; the shipped ensemble: checkpoints/maifs_default.pt --members "
+        "checkpoints/maifs_default_{seed5,seed6,elastic,loaded}.pt)",
+    )
+    ap.add_argument(
         "--seeds", type=int, nargs="+", default=list(SEEDS), help="validation seeds (< 100)"
     )
     ap.add_argument(
@@ -447,10 +462,11 @@ def main() -> None:
     elastic_sets = elastic_validation_sets(args.elastic_traces, files)
     if any(seed >= 100 for seed in args.seeds):
         ap.error(f"--seeds {args.seeds}: seeds 100 and up are the test seeds; use seeds < 100")
-    missing = [str(p) for p in args.checkpoints if not p.is_file()]
+    missing = [str(p) for p in [*args.checkpoints, *args.members] if not p.is_file()]
     if missing:
         ap.error(f"no such checkpoint file: {', '.join(missing)}")
-    rules = {k: getattr(args, k) for k in RULES}
+    rules: dict[str, Any] = {k: getattr(args, k) for k in RULES}
+    rules["ensemble"] = [str(p) for p in args.members]  # [] = each checkpoint alone
     if args.conflict is not None:
         rules["conflict"] = args.conflict
     sets = (

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import os
 import tempfile
-from dataclasses import fields
+from collections.abc import Sequence
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ from hetsched.agents.coordination import (
     ordered_actions,
 )
 from hetsched.agents.driver import ENV_ID
-from hetsched.agents.network import MAIFSNet, NetDims
+from hetsched.agents.network import MAIFSNet, NetDims, PolicyEnsemble
 from hetsched.envs.core import EnvCore
 from hetsched.envs.features import ObsLayout
 from hetsched.envs.spaces import EnvSettings, LevelSets, RewardWeights
@@ -155,7 +156,7 @@ class Acting:
     """Network-driven actions for an env core (one decision step at a time).
 
     Args:
-        net: The network.
+        net: The network, or an ensemble of networks acting as one.
         conf: The agent config (conflict mode, fungible levels).
         greedy: Argmax instead of sampling.
         rng: Sampling generator (required unless greedy).
@@ -164,7 +165,7 @@ class Acting:
 
     def __init__(
         self,
-        net: MAIFSNet,
+        net: MAIFSNet | PolicyEnsemble,
         conf: MAIFSAgentConf,
         *,
         greedy: bool,
@@ -304,3 +305,43 @@ def net_from_checkpoint(ck: dict[str, Any]) -> tuple[MAIFSNet, MAIFSAgentConf]:
     net.load_state_dict(ck["model"])
     net.eval()
     return net, conf
+
+
+def ensemble_from_checkpoints(
+    primary: dict[str, Any], members: Sequence[str | Path], *, primary_path: str | Path = "?"
+) -> tuple[PolicyEnsemble, MAIFSAgentConf]:
+    """A :class:`PolicyEnsemble` of a loaded checkpoint and further checkpoint files.
+
+    The primary checkpoint's agent config (conflict mode, teacher, env settings) is the
+    ensemble's; every member must share its env id, observation layout and env settings (the
+    window, levels and order the agents see), so that one observation and mask serve all.
+
+    Args:
+        primary: A checkpoint from :func:`load_checkpoint`.
+        members: Further checkpoint files.
+        primary_path: The primary's file, for error messages.
+
+    Raises:
+        CheckpointError: If a member was trained for another layout or other env settings.
+    """
+    net, conf = net_from_checkpoint(primary)
+    nets = [net]
+    want = asdict(conf.env)
+    for path in members:
+        ck = load_checkpoint(path, obs_dim=net.dims.obs_dim)
+        m_net, m_conf = net_from_checkpoint(ck)
+        if m_net.dims != net.dims:
+            raise CheckpointError(
+                f"ensemble member {path} has layout {m_net.dims.as_dict()}, {primary_path} has "
+                f"{net.dims.as_dict()}; members must be trained for the same env layout"
+            )
+        got = asdict(m_conf.env)
+        diff = sorted(k for k in want if got.get(k) != want[k])
+        if diff:
+            shown = ", ".join(f"env.{k}={got.get(k)!r} (not {want[k]!r})" for k in diff)
+            raise CheckpointError(
+                f"ensemble member {path} was trained with other env settings than "
+                f"{primary_path}: {shown}; members must see the same window and levels"
+            )
+        nets.append(m_net)
+    return PolicyEnsemble(nets), conf

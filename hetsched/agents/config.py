@@ -312,10 +312,16 @@ class MAIFSSchedulerConf:
             :class:`hetsched.agents.policy.MAIFSPolicy`.
         window_order: Override the agents' window order (``arrival``, ``attained``, ``sjf``
             or ``typed``; null = the checkpoint's, ``arrival``).
+        ensemble: Further checkpoint files whose networks act together with the checkpoint's
+            (the mean of their masked log-probabilities; same env settings required). null =
+            the shipped ensemble's four other members with the default checkpoint, none with
+            another; ``[]`` = the checkpoint's network alone: see
+            :class:`hetsched.agents.policy.MAIFSPolicy`.
     """
 
     _target_: str = "hetsched.agents.policy.MAIFSPolicy"
     checkpoint: str | None = None
+    ensemble: list[str] | None = None
     greedy: bool = True
     conflict: str | None = None
     long_guard_s: float | None = None

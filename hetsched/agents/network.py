@@ -25,6 +25,9 @@ Shapes: ``B`` batch (decision steps), ``N`` agents (nodes; any number, parameter
 5. **Centralised critic**: ``V(s) = MLP([mean_i h_i; max_i h_i; global])`` -- size-agnostic.
 
 Ablation switches: ``attention=False`` (no step 2: ``c_i = e_i``), ``graph=False`` (no step 3).
+
+:class:`PolicyEnsemble` averages several trained networks of one layout (a product of experts:
+the mean of their masked log-probabilities), which is how ``scheduler=maifs`` acts.
 """
 
 from __future__ import annotations
@@ -235,3 +238,52 @@ class MAIFSNet(nn.Module):
         h = self.coordinate(c, adj)
         logits, value = self.heads_out(h, jobs, glob)
         return logits.masked_fill(~mask, NEG), value, reg
+
+
+class PolicyEnsemble(nn.Module):
+    """Several trained networks of one observation layout acting as one policy.
+
+    The ensemble's logits are the mean of the members' masked log-probabilities, so its policy
+    (their softmax) is the normalised geometric mean of the members' policies -- a product of
+    experts: an action only some members rate low is damped, and the argmax is the action the
+    members agree on most. Its value is the mean of theirs. Independently trained runs of one
+    recipe differ more than most rule changes do (``docs/maifs_log.md``), and averaging them
+    lowers that variance. Inference only: the trainer trains single networks.
+
+    Args:
+        members: The networks (at least one), all with the same :class:`NetDims`.
+
+    Raises:
+        ValueError: If there is no member or their layouts differ.
+    """
+
+    def __init__(self, members: list[MAIFSNet]) -> None:
+        super().__init__()
+        if not members:
+            raise ValueError("a PolicyEnsemble needs at least one network")
+        for i, m in enumerate(members[1:], start=1):
+            if m.dims != members[0].dims:
+                raise ValueError(
+                    f"ensemble member {i} has layout {m.dims.as_dict()}, member 0 has "
+                    f"{members[0].dims.as_dict()}; members must share the observation and "
+                    "action layout (the same env settings and throughput table)"
+                )
+        self.members = nn.ModuleList(members)
+        self.dims = members[0].dims
+
+    def __len__(self) -> int:
+        return len(self.members)
+
+    def forward(self, obs: Tensor, mask: Tensor, adj: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Masked mean log-probabilities ``(B, N, A)``, mean values ``(B,)`` and mean L2 ``()``.
+
+        Args:
+            obs: Observations, shape (B, N, D).
+            mask: Legal actions, shape (B, N, A) bool.
+            adj: Coordination graph, shape (B, N, N) bool.
+        """
+        outs = [m(obs, mask, adj) for m in self.members]
+        logp = torch.stack([torch.log_softmax(o[0], dim=-1) for o in outs]).mean(dim=0)
+        value = torch.stack([o[1] for o in outs]).mean(dim=0)
+        reg = torch.stack([o[2] for o in outs]).mean()
+        return logp.masked_fill(~mask, NEG), value, reg

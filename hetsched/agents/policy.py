@@ -13,7 +13,7 @@ simulator as every baseline, on exactly the observations and masks it was traine
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,12 @@ from hetsched.sim.workload import Workload
 
 #: The shipped checkpoint, resolved relative to the repository (``<repo>/checkpoints``).
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parents[2] / "checkpoints" / "maifs_default.pt"
+#: The shipped ensemble's other members (``checkpoints/README.md``): with the default
+#: checkpoint, ``scheduler=maifs`` acts with the five networks together.
+DEFAULT_ENSEMBLE: tuple[Path, ...] = tuple(
+    DEFAULT_CHECKPOINT.with_name(f"maifs_default_{name}.pt")
+    for name in ("seed5", "seed6", "elastic", "loaded")
+)
 
 #: The rule and step counters of :meth:`CoreActorPolicy.run_stats`, in column order.
 COUNTERS: tuple[str, ...] = (
@@ -1545,6 +1551,11 @@ class MAIFSPolicy(CoreActorPolicy):
             GPU type's shortest jobs in turn; see :class:`EnvSettings`); None = the
             checkpoint's (``agent.env.window_order``, ``"arrival"`` for checkpoints saved
             before that field existed).
+        ensemble: Further checkpoint files whose networks act together with the checkpoint's
+            (:class:`~hetsched.agents.network.PolicyEnsemble`: the mean of their masked
+            log-probabilities; every member must share the checkpoint's env settings). None:
+            :data:`DEFAULT_ENSEMBLE` when the checkpoint is :data:`DEFAULT_CHECKPOINT`, else
+            none; ``[]``: the checkpoint's network alone.
         net: Use this network and config instead of a file (training-time evaluation).
         actor: Who takes the decision steps: ``"network"`` (the trained agents) or
             ``"teacher"``, the checkpoint's behaviour-cloning teacher
@@ -1583,22 +1594,37 @@ class MAIFSPolicy(CoreActorPolicy):
         critical_min_rel: float | None = None,
         eft_gain: float | None = None,
         window_order: str | None = None,
+        ensemble: Sequence[str | Path] | None = None,
         net: tuple[Any, Any] | None = None,
         actor: str = "network",
     ) -> None:
         import torch
 
-        from hetsched.agents.agent import env_settings, load_checkpoint, net_from_checkpoint
+        from hetsched.agents.agent import (
+            ensemble_from_checkpoints,
+            env_settings,
+            load_checkpoint,
+            net_from_checkpoint,
+        )
 
         if actor not in ACTORS:
             raise ValueError(f"actor={actor!r}; choose one of {', '.join(ACTORS)}")
         self.actor_kind = actor
         torch.set_num_threads(1)
+        self.net: Any
         if net is None:
             path = Path(checkpoint) if checkpoint else DEFAULT_CHECKPOINT
             ck = load_checkpoint(path)
-            self.net, self.conf = net_from_checkpoint(ck)
+            if ensemble is None:
+                is_default = path.resolve() == DEFAULT_CHECKPOINT.resolve()
+                ensemble = DEFAULT_ENSEMBLE if is_default else ()
+            if ensemble:
+                self.net, self.conf = ensemble_from_checkpoints(ck, ensemble, primary_path=path)
+            else:
+                self.net, self.conf = net_from_checkpoint(ck)
         else:
+            if ensemble:
+                raise ValueError("ensemble= needs checkpoint files, not net=")
             self.net, self.conf = net
         if long_guard_s is not None:
             self.conf.env.long_guard_s = float(long_guard_s)

@@ -1,0 +1,133 @@
+"""The policy ensemble: its arithmetic, its layout checks, and how the scheduler builds it."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from helpers import fast_config, tiny_env, tiny_tm
+
+from hetsched.agents.agent import (
+    Acting,
+    CheckpointError,
+    build_net,
+    ensemble_from_checkpoints,
+    load_checkpoint,
+    net_dims,
+)
+from hetsched.agents.network import NEG, MAIFSNet, NetDims, PolicyEnsemble
+from hetsched.agents.policy import DEFAULT_CHECKPOINT, DEFAULT_ENSEMBLE, MAIFSPolicy
+
+CKPTS = DEFAULT_CHECKPOINT.parent
+
+
+def _nets(
+    n: int, seed: int = 0
+) -> tuple[list[MAIFSNet], NetDims, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``n`` differently initialised nets of the tiny env's layout and one observed step."""
+    conf = fast_config().agent
+    tm = tiny_tm()
+    env = tiny_env(conf, tm, jobs=2)
+    env.reset(np.random.default_rng(0))
+    dims = net_dims(env.core.layout, env.core.cfg.levels)
+    nets = []
+    for i in range(n):
+        torch.manual_seed(seed + i)
+        nets.append(build_net(conf.net, dims).eval())
+    obs, mask = env.observe()
+    N = obs.shape[0]
+    o = torch.from_numpy(obs)[None]
+    m = torch.from_numpy(mask.astype(bool))[None]
+    g = torch.ones((1, N, N), dtype=torch.bool)
+    return nets, dims, o, m, g
+
+
+def test_ensemble_is_the_mean_of_the_members_log_probabilities() -> None:
+    nets, _, o, m, g = _nets(3)
+    with torch.no_grad():
+        logp, value, _ = PolicyEnsemble(nets)(o, m, g)
+        per = [net(o, m, g) for net in nets]
+    want = torch.stack([torch.log_softmax(x[0], dim=-1) for x in per]).mean(dim=0)
+    assert torch.allclose(logp[m], want[m], atol=1e-6)
+    assert (logp[~m] == NEG).all()  # illegal actions stay masked
+    assert torch.allclose(value, torch.stack([x[1] for x in per]).mean(dim=0))
+    # Its softmax is a distribution over the legal actions (the normalised geometric mean).
+    p = torch.softmax(logp, dim=-1)
+    assert torch.allclose(p.sum(-1), torch.ones_like(p.sum(-1)))
+    assert float(p[~m].max()) == 0.0
+
+
+def test_one_member_or_copies_act_like_the_network() -> None:
+    nets, _, o, m, g = _nets(2)
+    with torch.no_grad():
+        single = torch.log_softmax(nets[0](o, m, g)[0], dim=-1)
+        one = PolicyEnsemble([nets[0]])(o, m, g)[0]
+        twice = PolicyEnsemble([nets[0], nets[0]])(o, m, g)[0]
+        mixed = PolicyEnsemble(nets)(o, m, g)[0]
+    assert torch.allclose(one[m], single[m], atol=1e-6)
+    assert torch.allclose(twice[m], single[m], atol=1e-6)
+    assert not torch.allclose(mixed[m], single[m])  # a second network changes the policy
+
+
+def test_ensemble_acts_through_acting() -> None:
+    conf = fast_config().agent
+    tm = tiny_tm()
+    env = tiny_env(conf, tm, jobs=2)
+    env.reset(np.random.default_rng(0))
+    nets, *_ = _nets(2)
+    acts = Acting(PolicyEnsemble(nets), conf, greedy=True)(env.core)
+    assert acts.shape == (env.core.N,)
+    obs, mask = env.observe()
+    assert (mask[np.arange(env.core.N), acts] == 1).all()  # legal actions only
+
+
+def test_layout_checks() -> None:
+    nets, dims, *_ = _nets(1)
+    with pytest.raises(ValueError, match="at least one"):
+        PolicyEnsemble([])
+    other = dataclasses.replace(dims, num_levels=dims.num_levels + 1)
+    conf = fast_config().agent
+    with pytest.raises(ValueError, match="ensemble member 1 has layout"):
+        PolicyEnsemble([nets[0], build_net(conf.net, other)])
+
+
+def test_scheduler_builds_the_shipped_ensemble() -> None:
+    assert all(p.is_file() for p in DEFAULT_ENSEMBLE), "a shipped ensemble member is missing"
+    pol = MAIFSPolicy()
+    assert isinstance(pol.net, PolicyEnsemble) and len(pol.net) == 1 + len(DEFAULT_ENSEMBLE)
+    # Naming the default checkpoint is the same as leaving it out.
+    named = MAIFSPolicy(checkpoint=str(DEFAULT_CHECKPOINT))
+    assert isinstance(named.net, PolicyEnsemble) and len(named.net) == len(pol.net)
+    for a, b in zip(pol.net.members, named.net.members, strict=True):
+        for (ka, va), (kb, vb) in zip(a.state_dict().items(), b.state_dict().items(), strict=True):
+            assert ka == kb and torch.equal(va, vb)
+    # [] is the default network alone; another checkpoint acts alone unless given members.
+    assert isinstance(MAIFSPolicy(ensemble=[]).net, MAIFSNet)
+    assert isinstance(MAIFSPolicy(checkpoint=CKPTS / "maifs_default_seed5.pt").net, MAIFSNet)
+    two = MAIFSPolicy(
+        checkpoint=CKPTS / "maifs_default_seed5.pt", ensemble=[CKPTS / "maifs_default.pt"]
+    )
+    assert isinstance(two.net, PolicyEnsemble) and len(two.net) == 2
+
+
+def test_member_mismatches_are_clear_errors(tmp_path: Path) -> None:
+    primary = load_checkpoint(DEFAULT_CHECKPOINT)
+    # maifs_multitrace.pt predates the shortest-first window: other env settings.
+    with pytest.raises(CheckpointError, match=r"env\.window_order='arrival' \(not 'sjf'\)"):
+        ensemble_from_checkpoints(primary, [CKPTS / "maifs_multitrace.pt"])
+    # A checkpoint of another observation layout (the tests' tiny env).
+    nets, dims, *_ = _nets(1)
+    ck = torch.load(DEFAULT_CHECKPOINT, weights_only=True)
+    ck["dims"] = dims.as_dict()
+    ck["model"] = nets[0].state_dict()
+    small = tmp_path / "small.pt"
+    torch.save(ck, small)
+    with pytest.raises(CheckpointError, match="expects observations of size"):
+        MAIFSPolicy(ensemble=[small])
+    with pytest.raises(FileNotFoundError, match="no_such.pt"):
+        MAIFSPolicy(ensemble=[tmp_path / "no_such.pt"])
+    with pytest.raises(ValueError, match="ensemble= needs checkpoint files"):
+        MAIFSPolicy(net=(nets[0], fast_config().agent), ensemble=[small])

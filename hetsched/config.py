@@ -161,7 +161,7 @@ class EvaluateConfig:
         load: Load factor: arrival times are divided by it (2.0 = twice the arrival rate).
         skip_done: Skip the run if its output directory already holds a complete results.csv.
         checkpoint: MAIFS checkpoint for ``scheduler=maifs`` (``checkpoint=PATH``); ``null`` =
-            the shipped ``checkpoints/maifs_default.pt``.
+            the shipped ``checkpoints/maifs_default.pt`` (with its ensemble members).
     """
 
     cluster: Any = MISSING

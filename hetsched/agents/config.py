@@ -247,7 +247,8 @@ class MAIFSSchedulerConf:
     """:class:`hetsched.agents.policy.MAIFSPolicy` as an evaluation scheduler.
 
     Attributes:
-        checkpoint: Checkpoint path; null = the shipped ``checkpoints/maifs_default.pt``.
+        checkpoint: Checkpoint path; null = the shipped ``checkpoints/maifs_default.pt`` (with
+            its ensemble members, see ``ensemble``).
         greedy: Argmax actions (False: sample with the run's generator).
         conflict: Override the checkpoint's conflict mode (``ordered``, ``maxsum``, ``none``).
         long_guard_s: Turn on the long-job guard (s); null = the checkpoint's setting.

@@ -65,3 +65,51 @@ def test_multitrace_preset_adds_alibaba_to_the_philly_curriculum() -> None:
         i["workload_kwargs"]["start"] + i["workload_kwargs"]["num_jobs"] <= 5609 for i in ali
     )
     assert mt.agent.bc == base.agent.bc and mt.agent.net == base.agent.net
+
+
+def test_scheduler_preset_ensemble_setting() -> None:
+    """``ensemble`` composes as null (the shipped members) and takes ``[]`` or a list."""
+    from hydra.utils import instantiate
+
+    from hetsched.agents.network import MAIFSNet, PolicyEnsemble
+
+    ckpts = Path(CONF).parent / "checkpoints"
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        plain = compose("evaluate", overrides=["scheduler=maifs"])
+        alone = compose("evaluate", overrides=["scheduler=maifs", "scheduler.maifs.ensemble=[]"])
+        two = compose(
+            "evaluate",
+            overrides=[
+                "scheduler=maifs",
+                f"scheduler.maifs.ensemble=[{ckpts / 'maifs_default_seed5.pt'}]",
+            ],
+        )
+        with pytest.raises(ConfigCompositionException):
+            compose("evaluate", overrides=["scheduler=maifs", "scheduler.maifs.ensemble=7"])
+    assert plain.scheduler.maifs.ensemble is None
+    assert isinstance(instantiate(plain.scheduler.maifs).net, PolicyEnsemble)
+    assert isinstance(instantiate(alone.scheduler.maifs).net, MAIFSNet)
+    pol = instantiate(two.scheduler.maifs)
+    assert isinstance(pol.net, PolicyEnsemble) and len(pol.net) == 2
+
+
+@pytest.mark.parametrize(
+    ("preset", "member"), [("maifs_elastic", "elastic"), ("maifs_loaded", "loaded")]
+)
+def test_member_presets_reproduce_the_stored_curricula(preset: str, member: str) -> None:
+    """``agent=maifs_elastic|maifs_loaded`` (with the recipe's overrides) compose to exactly
+    the agent config stored in the ensemble member they made (``checkpoints/README.md``)."""
+    import torch
+
+    recipe = [
+        "agent.env.window_order=sjf",
+        "agent.bc.episodes=16",
+        "agent.bc.dagger_rounds=3",
+        "agent.bc.dagger_episodes=6",
+        "agent.ppo.env_steps=16000",
+    ]
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        cfg = compose("train", overrides=[f"agent={preset}", *recipe])
+    ck = Path(CONF).parent / "checkpoints" / f"maifs_default_{member}.pt"
+    stored = torch.load(ck, weights_only=True)["config"]
+    assert OmegaConf.to_container(cfg.agent, resolve=True) == stored

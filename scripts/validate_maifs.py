@@ -251,9 +251,9 @@ def score_checkpoints(
         paths: Checkpoint files.
         policy_kwargs: Keyword arguments of :class:`MAIFSPolicy` for every checkpoint: its rules
             (``starve_guard_s``, ``migrate_gain``, ``preempt_ratio``, ``fast_wait_s``, ...),
-            ``long_guard_s``, ``window_order`` or ``ensemble``, the further members acting
-            with every checkpoint; without it each checkpoint acts alone, also the default
-            one). None: each checkpoint as saved, alone, no rules.
+            ``long_guard_s``, ``window_order`` or ``ensemble`` (the further members acting
+            with every checkpoint; without it each checkpoint acts alone, the default one
+            too). None: each checkpoint as saved, alone, no rules.
             The teacher keeps its own settings (arrival-order window), so scores stay
             comparable.
         sets: ``(cluster, start[, busiest[, workload]])`` validation sets (:data:`ValidationSet`).

@@ -322,12 +322,19 @@ def ensemble_from_checkpoints(
         primary_path: The primary's file, for error messages.
 
     Raises:
+        FileNotFoundError: If a member file does not exist.
         CheckpointError: If a member was trained for another layout or other env settings.
     """
     net, conf = net_from_checkpoint(primary)
     nets = [net]
     want = asdict(conf.env)
     for path in members:
+        if not Path(path).is_file():
+            raise FileNotFoundError(
+                f"ensemble member {path} not found; restore it (checkpoints/README.md says how "
+                "each member was trained) or run the checkpoint alone with ensemble=[] "
+                "(scheduler.maifs.ensemble=[])"
+            )
         ck = load_checkpoint(path, obs_dim=net.dims.obs_dim)
         m_net, m_conf = net_from_checkpoint(ck)
         if m_net.dims != net.dims:

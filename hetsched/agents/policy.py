@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -31,6 +31,9 @@ from hetsched.sim.cluster import Cluster
 from hetsched.sim.engine import SimState
 from hetsched.sim.throughput import ThroughputModel
 from hetsched.sim.workload import Workload
+
+if TYPE_CHECKING:  # torch is imported lazily: the teacher policy runs without it
+    from hetsched.agents.network import MAIFSNet, PolicyEnsemble
 
 #: The shipped checkpoint, resolved relative to the repository (``<repo>/checkpoints``).
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parents[2] / "checkpoints" / "maifs_default.pt"
@@ -1611,7 +1614,7 @@ class MAIFSPolicy(CoreActorPolicy):
             raise ValueError(f"actor={actor!r}; choose one of {', '.join(ACTORS)}")
         self.actor_kind = actor
         torch.set_num_threads(1)
-        self.net: Any
+        self.net: MAIFSNet | PolicyEnsemble
         if net is None:
             path = Path(checkpoint) if checkpoint else DEFAULT_CHECKPOINT
             ck = load_checkpoint(path)

@@ -336,12 +336,7 @@ def ensemble_from_checkpoints(
                 "(scheduler.maifs.ensemble=[])"
             )
         ck = load_checkpoint(path, obs_dim=net.dims.obs_dim)
-        m_net, m_conf = net_from_checkpoint(ck)
-        if m_net.dims != net.dims:
-            raise CheckpointError(
-                f"ensemble member {path} has layout {m_net.dims.as_dict()}, {primary_path} has "
-                f"{net.dims.as_dict()}; members must be trained for the same env layout"
-            )
+        m_net, m_conf = net_from_checkpoint(ck)  # PolicyEnsemble checks the full layout
         got = asdict(m_conf.env)
         diff = sorted(k for k in want if got.get(k) != want[k])
         if diff:

@@ -145,14 +145,10 @@ class Workload:
                 fail(bad, name, v, "must be finite and > 0")
         if np.any(self.model < 0):
             fail(self.model < 0, "model", self.model, "must be a model index >= 0")
-        if np.any(self.queue < 0) or (J and self.queue.max() >= len(self.queue_names)):
-            bad_q = (self.queue < 0) | (self.queue >= len(self.queue_names))
-            fail(
-                bad_q,
-                "queue",
-                self.queue,
-                f"must be below len(queue_names)={len(self.queue_names)}",
-            )
+        bad_q = (self.queue < 0) | (self.queue >= len(self.queue_names))
+        if bad_q.any():
+            n_q = len(self.queue_names)
+            fail(bad_q, "queue", self.queue, f"must be in 0..{n_q - 1}: len(queue_names)={n_q}")
         none = ~self.allowed_types.any(axis=1)
         if none.any():
             i = int(np.flatnonzero(none)[0])

@@ -246,3 +246,62 @@ def test_preset_flag_reads_the_rules_scheduler_maifs_runs() -> None:
     assert preset.actor == "network" and preset.conflict is None
     _, abl = mod.parse_args(["x.pt", "--preset", "--actor", "teacher", "--conflict", "none"])  # type: ignore[attr-defined]
     assert abl.actor == "teacher" and abl.conflict == "none" and abl.eft_gain == 0.1
+
+
+class _BuiltError(Exception):
+    """Raised by the fake runner once every policy factory has been called."""
+
+
+def test_checkpoints_are_scored_alone_unless_members_are_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``score_checkpoints`` runs a checkpoint file alone (also the default one, which
+    ``scheduler=maifs`` runs as an ensemble) unless ``ensemble`` members are passed."""
+    from hetsched.agents.network import MAIFSNet, PolicyEnsemble
+
+    mod = _load()
+    built: list[object] = []
+
+    def fake_evaluate(policies: dict[str, object], **_: object) -> None:
+        built.extend(f() for name, f in policies.items() if name != "teacher")  # type: ignore[operator]
+        raise _BuiltError
+
+    monkeypatch.setattr(mod, "evaluate", fake_evaluate)
+    ck = ROOT / "checkpoints" / "maifs_default.pt"
+    member = ROOT / "checkpoints" / "maifs_default_seed5.pt"
+    with pytest.raises(_BuiltError):
+        mod.score_checkpoints([ck], sets=[("sia_64", 62000)], seeds=[50])  # type: ignore[attr-defined]
+    with pytest.raises(_BuiltError):
+        mod.score_checkpoints(  # type: ignore[attr-defined]
+            [ck], sets=[("sia_64", 62000)], seeds=[50], policy_kwargs={"ensemble": [member]}
+        )
+    alone, pair = built
+    assert isinstance(alone.net, MAIFSNet)  # type: ignore[attr-defined]
+    assert isinstance(pair.net, PolicyEnsemble) and len(pair.net) == 2  # type: ignore[attr-defined]
+
+
+def test_members_flag_reaches_the_policies_and_missing_files_are_refused(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mod = _load()
+    seen: dict[str, object] = {}
+
+    def fake_score(paths: object, *, policy_kwargs: dict[str, object], **_: object) -> None:
+        seen.update(policy_kwargs)
+        raise _BuiltError
+
+    monkeypatch.setattr(mod, "score_checkpoints", fake_score)
+    ck = str(ROOT / "checkpoints" / "maifs_default.pt")
+    member = str(ROOT / "checkpoints" / "maifs_default_seed5.pt")
+    monkeypatch.setattr("sys.argv", ["validate_maifs.py", ck, "--members", member])
+    with pytest.raises(_BuiltError):
+        mod.main()  # type: ignore[attr-defined]
+    assert seen["ensemble"] == [member]
+    monkeypatch.setattr("sys.argv", ["validate_maifs.py", ck])
+    with pytest.raises(_BuiltError):
+        mod.main()  # type: ignore[attr-defined]
+    assert seen["ensemble"] == []  # without the flag each checkpoint is scored alone
+    monkeypatch.setattr("sys.argv", ["validate_maifs.py", ck, "--members", "no_such.pt"])
+    with pytest.raises(SystemExit):
+        mod.main()  # type: ignore[attr-defined]
+    assert "no such checkpoint file: no_such.pt" in capsys.readouterr().err

@@ -66,7 +66,11 @@ def test_valid_workload_gets_dtypes_and_defaults() -> None:
             "job 'c' (row 2) has mem_per_gpu=-8.0 (must be finite and > 0)",
         ),
         ({"model": [0, -1, 0]}, "job 'b' (row 1) has model=-1 (must be a model index >= 0)"),
-        ({"queue": [0, 1, 0]}, "job 'b' (row 1) has queue=1 (must be below len(queue_names)=1)"),
+        ({"queue": [0, 1, 0]}, "job 'b' (row 1) has queue=1 (must be in 0..0: len(queue_names)=1)"),
+        (
+            {"queue": [0, 0, -1]},
+            "job 'c' (row 2) has queue=-1 (must be in 0..0: len(queue_names)=1)",
+        ),
         (
             {"allowed_types": np.eye(3, len(GPU_TYPE_NAMES), dtype=bool) * [[1], [0], [1]]},
             "job 'b' (row 1) may run on no GPU type (its allowed_types row is all False)",

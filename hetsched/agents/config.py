@@ -315,8 +315,8 @@ class MAIFSSchedulerConf:
             or ``typed``; null = the checkpoint's, ``arrival``).
         ensemble: Further checkpoint files whose networks act together with the checkpoint's
             (the mean of their masked log-probabilities; same env settings required). null =
-            the shipped ensemble's four other members with the default checkpoint, none with
-            another; ``[]`` = the checkpoint's network alone: see
+            the shipped ensemble's four other members with the default checkpoint (and the
+            network acting), none otherwise; ``[]`` = the checkpoint's network alone: see
             :class:`hetsched.agents.policy.MAIFSPolicy`.
     """
 

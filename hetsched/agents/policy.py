@@ -1557,8 +1557,9 @@ class MAIFSPolicy(CoreActorPolicy):
         ensemble: Further checkpoint files whose networks act together with the checkpoint's
             (:class:`~hetsched.agents.network.PolicyEnsemble`: the mean of their masked
             log-probabilities; every member must share the checkpoint's env settings). None:
-            :data:`DEFAULT_ENSEMBLE` when the checkpoint is :data:`DEFAULT_CHECKPOINT`, else
-            none; ``[]``: the checkpoint's network alone.
+            :data:`DEFAULT_ENSEMBLE` when the checkpoint is :data:`DEFAULT_CHECKPOINT` and the
+            network acts, else none (the teacher needs no network); ``[]``: the checkpoint's
+            network alone.
         net: Use this network and config instead of a file (training-time evaluation).
         actor: Who takes the decision steps: ``"network"`` (the trained agents) or
             ``"teacher"``, the checkpoint's behaviour-cloning teacher
@@ -1618,9 +1619,9 @@ class MAIFSPolicy(CoreActorPolicy):
         if net is None:
             path = Path(checkpoint) if checkpoint else DEFAULT_CHECKPOINT
             ck = load_checkpoint(path)
-            if ensemble is None:
+            if ensemble is None:  # the shipped members act with the default network only
                 is_default = path.resolve() == DEFAULT_CHECKPOINT.resolve()
-                ensemble = DEFAULT_ENSEMBLE if is_default else ()
+                ensemble = DEFAULT_ENSEMBLE if is_default and actor == "network" else ()
             if ensemble:
                 self.net, self.conf = ensemble_from_checkpoints(ck, ensemble, primary_path=path)
             else:

@@ -111,6 +111,8 @@ def test_scheduler_builds_the_shipped_ensemble() -> None:
         checkpoint=CKPTS / "maifs_default_seed5.pt", ensemble=[CKPTS / "maifs_default.pt"]
     )
     assert isinstance(two.net, PolicyEnsemble) and len(two.net) == 2
+    # The teacher ablation takes no network's decisions, so it loads no members.
+    assert isinstance(MAIFSPolicy(actor="teacher").net, MAIFSNet)
 
 
 def test_member_mismatches_are_clear_errors(tmp_path: Path) -> None:

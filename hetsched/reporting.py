@@ -252,3 +252,117 @@ def summary_markdown(
         "over the best-solo-time lower bound (metrics.md §4).\n"
     )
     return "\n".join(parts)
+
+
+#: Columns every row given to :func:`job_breakdown` needs (and ``jct_s`` or ``finish_s``).
+_JOB_NEEDS: tuple[str, ...] = ("scheduler", "workload", "cluster", "seed", "arrival_s", "start_s")
+
+
+def _class_key(value: str) -> tuple[int, float, str]:
+    """Sort classes numerically when they are numbers (GPU counts), else by name."""
+    x = to_number(value)
+    return (0, x, "") if math.isfinite(x) else (1, 0.0, value)
+
+
+def job_breakdown(jobs: Iterable[Mapping[str, Any]], by: str) -> list[dict[str, Any]]:
+    """Per-job figures of every scheduler, grouped by a job attribute (e.g. GPUs or model).
+
+    Shows which jobs a scheduler's average JCT comes from: the figures of one class of jobs
+    side by side for every scheduler that ran the same workload.
+
+    Args:
+        jobs: Per-job rows (``jobs.csv``, :func:`hetsched.evaluation.job_records`), one per
+            scheduler, workload, cluster, seed and job.
+        by: The column to group by, e.g. ``"gpus"`` or ``"model"``.
+
+    Returns:
+        One dict per (workload, cluster, class, scheduler), classes in numeric or name order and
+        schedulers in order of first appearance: ``workload, cluster, <by>, scheduler``, then
+        ``jobs`` (jobs of the class per seed, mean over seeds), ``queue_h`` and ``jct_h`` (mean
+        initial queueing delay and JCT over the class's jobs of all seeds, hours),
+        ``restarts`` (mean per job) and ``jct_share_h``: the class's part of the scheduler's
+        average JCT (the class's JCT sum over all jobs of the seed, mean over seeds), so the
+        shares of one scheduler add up to its ``avg_jct_h``. An unfinished job makes its class's
+        JCT figures NaN; no job is dropped.
+
+    Raises:
+        ValueError: If a row lacks ``by`` or a column the figures need, naming it.
+    """
+    rows = list(jobs)
+    for i, r in enumerate(rows):
+        missing = [c for c in (*_JOB_NEEDS, by) if c not in r]
+        if "jct_s" not in r and "finish_s" not in r:
+            missing.append("jct_s")
+        if missing:
+            raise ValueError(
+                f"job row {i} has no column(s) {missing}; expected the columns of jobs.csv "
+                f"(hetsched.evaluation.job_records); this row has {sorted(r)}"
+            )
+
+    def jct_s(r: Mapping[str, Any]) -> float:
+        if "jct_s" in r:
+            return to_number(r["jct_s"])
+        return to_number(r["finish_s"]) - to_number(r["arrival_s"])
+
+    out: list[dict[str, Any]] = []
+    for wl, cl in _ordered_unique((str(r["workload"]), str(r["cluster"])) for r in rows):
+        g = [r for r in rows if str(r["workload"]) == wl and str(r["cluster"]) == cl]
+        scheds = _ordered_unique(str(r["scheduler"]) for r in g)
+        for cls in sorted({str(r[by]) for r in g}, key=_class_key):
+            for s in scheds:
+                s_rows = [r for r in g if str(r["scheduler"]) == s]
+                seeds = _ordered_unique(str(r["seed"]) for r in s_rows)
+                c_rows = [r for r in s_rows if str(r[by]) == cls]
+                if not c_rows:
+                    continue
+                q = np.array([to_number(r["start_s"]) - to_number(r["arrival_s"]) for r in c_rows])
+                jct = np.array([jct_s(r) for r in c_rows])
+                shares = []
+                for sd in seeds:
+                    n_all = sum(1 for r in s_rows if str(r["seed"]) == sd)
+                    total = sum(jct_s(r) for r in c_rows if str(r["seed"]) == sd)
+                    shares.append(total / n_all / 3600.0)
+                out.append(
+                    {
+                        "workload": wl,
+                        "cluster": cl,
+                        by: cls,
+                        "scheduler": s,
+                        "jobs": len(c_rows) / len(seeds),
+                        "queue_h": float(q.mean() / 3600.0),
+                        "jct_h": float(jct.mean() / 3600.0),
+                        "restarts": float(np.mean([to_number(r.get("restarts")) for r in c_rows])),
+                        "jct_share_h": float(np.mean(shares)),
+                    }
+                )
+    return out
+
+
+def breakdown_markdown(breakdown: Sequence[Mapping[str, Any]], by: str) -> str:
+    """Markdown tables of a :func:`job_breakdown` result, one section per (workload, cluster).
+
+    Returns:
+        The Markdown text: per section a table with one row per (class, scheduler), the class
+        named on its first row only, then a legend.
+    """
+    parts: list[str] = []
+    cols = ("jobs", "queue_h", "jct_h", "jct_share_h", "restarts")
+    for wl, cl in _ordered_unique((str(r["workload"]), str(r["cluster"])) for r in breakdown):
+        rs = [r for r in breakdown if str(r["workload"]) == wl and str(r["cluster"]) == cl]
+        parts.append(f"### {wl} on {cl}: jobs by {by}\n")
+        body, last = [], None
+        for r in rs:
+            cls = str(r[by])
+            body.append(
+                [cls if cls != last else "", str(r["scheduler"])]
+                + [f"{to_number(r['jobs']):g}"]
+                + [fmt_number(to_number(r[c])) for c in cols[1:]]
+            )
+            last = cls
+        parts.append(_table([by, "scheduler", *cols], body) + "\n")
+    parts.append(
+        "jobs: jobs of the class per seed; queue_h, jct_h: mean initial queueing delay and JCT "
+        "of the class's jobs (hours); jct_share_h: the class's part of the scheduler's avg JCT "
+        "(the shares add up to avg_jct_h); restarts: mean per job.\n"
+    )
+    return "\n".join(parts)

@@ -7,7 +7,14 @@ from typing import Any
 
 import pytest
 
-from hetsched.reporting import best_mask, mean_ci, summarize, summary_markdown
+from hetsched.reporting import (
+    best_mask,
+    breakdown_markdown,
+    job_breakdown,
+    mean_ci,
+    summarize,
+    summary_markdown,
+)
 
 T2 = 4.302652729911275  # Student t, 2 degrees of freedom, 97.5 % quantile
 
@@ -117,3 +124,64 @@ def test_best_mask_directions_ties_and_nan() -> None:
     assert best_mask([2.0, 1.0, 1.0], "avg_jct_h") == [False, True, True]
     assert best_mask([0.2, 0.9, float("nan")], "utilization") == [False, True, False]
     assert best_mask([1.0, float("nan")], "avg_jct_h") == [False, False]  # nothing to compare
+
+
+def _job(s: str, seed: int, gpus: int, arrival: float, start: float, jct: float) -> dict[str, Any]:
+    return {
+        "scheduler": s, "workload": "w", "cluster": "c", "seed": seed, "gpus": gpus,
+        "model": "m", "arrival_s": arrival, "start_s": start, "jct_s": jct, "restarts": 1,
+    }  # fmt: skip
+
+
+def test_job_breakdown_hand_computed() -> None:
+    h = 3600.0
+    jobs = [
+        # Scheduler a, seed 0: a 1-GPU job (queue 1 h, JCT 2 h) and an 8-GPU job (0 h, 4 h).
+        _job("a", 0, 1, 0.0, h, 2 * h),
+        _job("a", 0, 8, 0.0, 0.0, 4 * h),
+        # Seed 1: the 1-GPU job waits 3 h and takes 6 h, the 8-GPU job takes 2 h.
+        _job("a", 1, 1, 0.0, 3 * h, 6 * h),
+        _job("a", 1, 8, 0.0, 0.0, 2 * h),
+        # Scheduler b, seed 0 only: both jobs start at once, 1 h each.
+        _job("b", 0, 8, 0.0, 0.0, h),
+        _job("b", 0, 1, 0.0, 0.0, h),
+    ]
+    out = job_breakdown(jobs, "gpus")
+    assert [(r["gpus"], r["scheduler"]) for r in out] == [
+        ("1", "a"),
+        ("1", "b"),
+        ("8", "a"),
+        ("8", "b"),
+    ]
+    a1, b1, a8, _ = out
+    assert (
+        a1["jobs"] == 1
+        and a1["queue_h"] == pytest.approx(2.0)
+        and a1["jct_h"] == pytest.approx(4.0)
+    )
+    assert a1["restarts"] == 1
+    # Shares: seed 0 2 h / 2 jobs = 1, seed 1 6 h / 2 = 3, mean 2 (1-GPU); 8-GPU (2 + 1) / 2.
+    assert a1["jct_share_h"] == pytest.approx(2.0) and a8["jct_share_h"] == pytest.approx(1.5)
+    # The shares of a scheduler add up to its avg JCT over seeds: (3 + 4) / 2.
+    assert a1["jct_share_h"] + a8["jct_share_h"] == pytest.approx(3.5)
+    assert b1["jct_share_h"] == pytest.approx(0.5) and b1["queue_h"] == 0.0
+    # JCT from finish - arrival when jct_s is absent; an unfinished job is NaN, not dropped.
+    no_jct = [
+        {**{k: v for k, v in j.items() if k != "jct_s"}, "finish_s": j["jct_s"]} for j in jobs
+    ]
+    assert job_breakdown(no_jct, "gpus")[0]["jct_h"] == pytest.approx(4.0)
+    jobs[0]["jct_s"] = float("nan")
+    assert math.isnan(job_breakdown(jobs, "gpus")[0]["jct_h"])
+    md = breakdown_markdown(out, "gpus")
+    assert "### w on c: jobs by gpus" in md and "jct_share_h" in md
+    lines = [ln for ln in md.splitlines() if ln.startswith("| ")]
+    assert lines[1].startswith("| 1 ") and lines[2].startswith("|   ")  # class named once
+
+
+def test_job_breakdown_names_a_missing_column() -> None:
+    job = _job("a", 0, 1, 0.0, 0.0, 1.0)
+    with pytest.raises(ValueError, match=r"no column\(s\) \['vc'\]"):
+        job_breakdown([job], "vc")
+    del job["start_s"]
+    with pytest.raises(ValueError, match="start_s"):
+        job_breakdown([job], "gpus")

@@ -19,8 +19,10 @@ completion C_i, JCT_i = C_i - A_i, queueing delay Q_i = S_i - A_i.
 Extra figures (``extended_metrics``): JCT lower bound (each job alone at its best configuration,
 metrics.md §4) and mean slowdown against it, max JCT, p99 queueing, unfinished jobs, preemptions,
 GPU-hours per type, effective utilisation, FTF p99 and fraction with rho > 1, decision time p99,
-and under node failures: ``node_failures`` (count), ``failure_restarts`` (mean per job) and
-``lost_gpu_hours`` (GPU time whose work a failure destroyed).
+``idle_gpu_hours_waiting`` (GPU-hours left idle while a job waited: how far a scheduler is from
+work-conserving, see :func:`idle_gpu_hours_waiting`), and under node failures:
+``node_failures`` (count), ``failure_restarts`` (mean per job) and ``lost_gpu_hours`` (GPU time
+whose work a failure destroyed).
 A run with unfinished jobs has undefined JCT figures (NaN) and reports the count.
 """
 
@@ -172,6 +174,26 @@ def compute_metrics(
     return row
 
 
+def idle_gpu_hours_waiting(res: SimResult) -> float:
+    """GPU-hours left idle while at least one admitted job waited, from the run's timeline.
+
+    The sum over the engine's steps with a waiting job of (cluster GPUs - busy GPUs) x the step's
+    length. A work-conserving scheduler scores 0 when every waiting job fits the idle GPUs; in
+    general it is an upper bound on the GPU time that starting waiting jobs could have added,
+    since a waiting job may not fit them (a gang larger than any node's free GPUs, too few free
+    cores or memory). GPUs of failed nodes count as idle.
+
+    Returns:
+        Hours x GPUs; NaN when the run kept no timeline (``SimConfig.record_timeline=False``).
+    """
+    tl = res.timeline
+    if len(tl.get("busy_gpus", ())) == 0:  # not recorded (every run takes at least one step)
+        return float("nan")
+    waiting = np.asarray(tl["pending"]) > 0
+    idle = res.cluster.num_gpus - np.asarray(tl["busy_gpus"])
+    return float((idle * np.asarray(tl["dt"]))[waiting].sum() / H)
+
+
 def extended_metrics(res: SimResult) -> dict[str, float]:
     """Additional figures beyond the headline row (see the module docstring)."""
     wl = res.workload
@@ -202,6 +224,7 @@ def extended_metrics(res: SimResult) -> dict[str, float]:
         if res.failure_restarts.size
         else 0.0,
         "lost_gpu_hours": float(res.lost_gpu_s.sum() / H),
+        "idle_gpu_hours_waiting": idle_gpu_hours_waiting(res),
     }
     for k in np.flatnonzero(res.gpu_s_by_type.sum(axis=0) > 0):
         out[f"gpu_hours_{GPU_TYPE_NAMES[k]}"] = float(res.gpu_s_by_type[:, k].sum() / H)

@@ -20,7 +20,7 @@ from hetsched.sim import (
 )
 from hetsched.sim.catalog import GPU_TYPE_NAMES
 from hetsched.sim.engine import PENDING
-from hetsched.sim.metrics import best_solo_time, extended_metrics
+from hetsched.sim.metrics import best_solo_time, extended_metrics, idle_gpu_hours_waiting
 
 V100 = GPU_TYPE_NAMES.index("v100")
 K80 = GPU_TYPE_NAMES.index("k80")
@@ -65,6 +65,23 @@ def test_fifo_hand_computed_metrics() -> None:
     assert row["utilization"] == pytest.approx(7 / 8)
     assert row["p99_jct_h"] == pytest.approx(np.percentile([1, 2, 1.5], 99))
     assert row["restarts"] == 0
+
+
+def test_idle_gpu_hours_while_jobs_wait_hand_computed() -> None:
+    cl = one_node(4)
+    # Strict FIFO: job 0 holds 2 GPUs for 1 h; job 1 (4 GPUs, 1 h) blocks job 2 (1 GPU, 0.5 h)
+    # behind it, so 2 GPUs idle for 1 h while two jobs wait; then nothing idles while job 2 waits.
+    wl = make_workload([0, 0, 0], [2 * 3600, 4 * 3600, 1800], [2, 4, 1])
+    res = Simulator(cl, wl, make_tm(), SimConfig(round_s=60)).run(FIFO())
+    np.testing.assert_allclose(res.start_time, [0, 3600, 7200])
+    assert idle_gpu_hours_waiting(res) == pytest.approx(2.0)
+    assert extended_metrics(res)["idle_gpu_hours_waiting"] == pytest.approx(2.0)
+    # Back-filling starts job 2 beside job 0: 1 GPU idles for 0.5 h, then 2 for 0.5 h.
+    res_bf = Simulator(cl, wl, make_tm(), SimConfig(round_s=60)).run(FIFO(backfill=True))
+    assert idle_gpu_hours_waiting(res_bf) == pytest.approx(1 * 0.5 + 2 * 0.5)
+    # No timeline kept: the figure is undefined, not 0.
+    res_nt = Simulator(cl, wl, make_tm(), SimConfig(round_s=60, record_timeline=False)).run(FIFO())
+    assert np.isnan(idle_gpu_hours_waiting(res_nt))
 
 
 def test_completion_inside_round_is_exact() -> None:

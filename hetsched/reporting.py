@@ -338,6 +338,11 @@ def job_breakdown(jobs: Iterable[Mapping[str, Any]], by: str) -> list[dict[str, 
     return out
 
 
+def _count(v: float) -> str:
+    """A job count: an integer as such, a mean over seeds as :func:`fmt_number` writes it."""
+    return str(int(v)) if math.isfinite(v) and v == int(v) else fmt_number(v)
+
+
 def breakdown_markdown(breakdown: Sequence[Mapping[str, Any]], by: str) -> str:
     """Markdown tables of a :func:`job_breakdown` result, one section per (workload, cluster).
 
@@ -355,7 +360,7 @@ def breakdown_markdown(breakdown: Sequence[Mapping[str, Any]], by: str) -> str:
             cls = str(r[by])
             body.append(
                 [cls if cls != last else "", str(r["scheduler"])]
-                + [f"{to_number(r['jobs']):g}"]
+                + [_count(to_number(r["jobs"]))]
                 + [fmt_number(to_number(r[c])) for c in cols[1:]]
             )
             last = cls

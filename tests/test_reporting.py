@@ -185,3 +185,23 @@ def test_job_breakdown_names_a_missing_column() -> None:
     del job["start_s"]
     with pytest.raises(ValueError, match="start_s"):
         job_breakdown([job], "gpus")
+
+
+def test_breakdown_markdown_writes_job_counts_as_counts() -> None:
+    h = 3600.0
+    jobs = [
+        # Scheduler a: one 1-GPU job on seed 0, two on seed 1 (1.5 per seed); scheduler b: one.
+        _job("a", 0, 1, 0.0, 0.0, h),
+        _job("a", 1, 1, 0.0, 0.0, h),
+        _job("a", 1, 1, 0.0, 0.0, h),
+        _job("b", 0, 1, 0.0, 0.0, h),
+    ]
+    out = job_breakdown(jobs, "gpus")
+    assert [r["jobs"] for r in out] == [pytest.approx(1.5), 1]
+    rows = [
+        [c.strip() for c in ln.strip("|").split("|")]
+        for ln in breakdown_markdown(out, "gpus").splitlines()
+        if ln.startswith("| ")
+    ][1:]
+    # A mean over seeds as fmt_number writes it; a whole count without decimals.
+    assert [r[2] for r in rows] == ["1.500", "1"]

@@ -1,0 +1,262 @@
+"""Why a rule-based MAIFS policy starts jobs off their fastest GPU type: a decision probe.
+
+Runs one scheduler preset built on :class:`~hetsched.agents.policy.CoreActorPolicy`
+(``maifs``, ``maifs_teacher``) through the same runner as ``scripts/evaluate.py`` and looks at
+every *first start* of a job (of the ``--models`` given, or of every model). Each start is put in
+one class (:data:`REASONS`) by what ran on the job's fastest allowed GPU type at that moment:
+
+* ``fastest``: it started on a node of its fastest allowed GPU type present.
+* ``room``: elsewhere, although a node of its fastest type still had its requested GPUs free
+  after the round (the actor or a rule chose a slower type).
+* ``victim``: elsewhere, while a job that had run on the fastest type since an earlier round
+  was a victim the preemption rules accept by its kind: on one node, not placed by the makespan
+  guard, preempted fewer than ``preempt_max`` times, and with more than ``preempt_ratio`` times
+  the starting job's run time there left (isolated rates). Room and memory are not checked, so
+  this is an upper bound on what preemption could have done.
+* ``protected``: elsewhere; some job on the fastest type had that much time left, but each such
+  job was protected: placed by the makespan guard, preempted ``preempt_max`` times already, or
+  held on several nodes.
+* ``short``: elsewhere; no job on the fastest type had that much time left (or preemption is
+  off), so preempting there would not pay by the rules' own ratio.
+
+The counts are summed over seeds. It is a diagnosis tool: it chooses nothing, and the runs are
+exactly those of ``scripts/evaluate.py`` with the same preset, workload and seeds.
+
+Examples::
+
+    python scripts/probe_starts.py --workload-start 30000 --quiet --cluster sia_64 \\
+        --seeds 100 101 102 --models bert
+    python scripts/probe_starts.py --scheduler maifs_teacher --workload-start 35000 --quiet
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hetsched.agents.policy import CoreActorPolicy  # noqa: E402
+from hetsched.envs.presets import (  # noqa: E402
+    resolve_cluster,
+    resolve_workload,
+    scheduler_factory,
+)
+from hetsched.evaluation import markdown_table, run_one  # noqa: E402
+from hetsched.sim.allocation import Allocation  # noqa: E402
+from hetsched.sim.cluster import Cluster  # noqa: E402
+from hetsched.sim.engine import SimConfig, SimState  # noqa: E402
+from hetsched.sim.throughput import ThroughputModel, default_throughput  # noqa: E402
+from hetsched.sim.workload import Workload  # noqa: E402
+
+#: The classes of a first start, in table order (see the module docstring).
+REASONS: tuple[str, ...] = ("fastest", "room", "victim", "protected", "short")
+
+
+def classify_start(policy: CoreActorPolicy, state: SimState, alloc: Allocation, job: int) -> str:
+    """The class (one of :data:`REASONS`) of ``job``'s first start in the round that ``policy``
+    decided from ``state`` with result ``alloc`` (``job`` must hold GPUs in ``alloc``).
+
+    Raises:
+        ValueError: If ``job`` holds no GPUs in ``alloc``.
+    """
+    core = policy.core
+    if core is None or core.wl is None:
+        raise RuntimeError("classify_start() before the policy's reset()")
+    wl, tm, cl = core.wl, core.tm, core.cluster
+    mine = alloc.job == job
+    if not mine.any():
+        raise ValueError(f"job {job} holds no GPUs in the round's allocation")
+    G = int(wl.req_gpus[job])
+    present = np.unique(cl.node_type)
+    rate_t = np.where(
+        wl.allowed_types[job][present],
+        tm.isolated(wl.model[job], present, G, False),
+        0.0,
+    )  # (T,) work units / s on each GPU type present
+    fastest = int(present[int(np.argmax(rate_t))])
+    if (cl.node_type[alloc.node[mine]] == fastest).all():
+        return "fastest"
+    used = np.bincount(alloc.node, weights=alloc.gpus, minlength=cl.node_gpus.size)
+    home = (cl.node_type == fastest) & state.node_up
+    if ((cl.node_gpus - used)[home] >= G).any():
+        return "room"
+    ratio = policy.preempt_ratio
+    if ratio is None:
+        return "short"
+    # Jobs that ran on the fastest type before this round and still do.
+    kept = np.isin(alloc.job, state.current.job) & home[alloc.node]
+    if not kept.any():
+        return "short"
+    run_s = state.remaining[job] / float(rate_t.max())  # the job's run time there (s)
+    rem = policy._running_remaining(core, state, alloc)  # (E,) s
+    per_job = np.bincount(alloc.job, minlength=wl.num_jobs)[alloc.job]
+    long_enough = kept & (rem > ratio * run_s)
+    if not long_enough.any():
+        return "short"
+    v = alloc.job[long_enough]
+    free = (
+        (per_job[long_enough] == 1)
+        & (policy._preempted[v] < policy.preempt_max)
+        & ~policy._critical[v]
+    )
+    return "victim" if free.any() else "protected"
+
+
+def count_starts(
+    policy: CoreActorPolicy,
+    *,
+    cluster: Cluster,
+    workload: Workload,
+    throughput: ThroughputModel,
+    seed: int,
+    rng: np.random.Generator,
+    models: Sequence[str] | None = None,
+    counts: dict[str, Counter[str]] | None = None,
+) -> dict[str, Counter[str]]:
+    """Run ``policy`` once (as :func:`hetsched.evaluation.run_one` does) and count its jobs'
+    first starts by class (:func:`classify_start`), per model name.
+
+    Args:
+        policy: A fresh rule-based policy (it is reset here).
+        cluster: The cluster.
+        workload: The workload.
+        throughput: The throughput model (its model names label the counts).
+        seed: The run's seed.
+        rng: The policy's random stream.
+        models: Model names to count (None: every model).
+        counts: Counters to add to (None: new ones).
+
+    Returns:
+        Model name -> counter over :data:`REASONS` (``counts``, updated, when given).
+    """
+    out: dict[str, Counter[str]] = {} if counts is None else counts
+    started = np.zeros(workload.num_jobs, dtype=bool)
+    decide = policy.decide
+
+    def spy(state: SimState) -> Allocation:
+        alloc = decide(state)
+        for j in np.unique(alloc.job).tolist():
+            if started[j]:
+                continue
+            started[j] = True
+            name = throughput.models[int(workload.model[j])]
+            if models is None or name in models:
+                out.setdefault(name, Counter())[classify_start(policy, state, alloc, j)] += 1
+        return alloc
+
+    policy.decide = spy  # type: ignore[method-assign]
+    try:
+        run_one(
+            policy,
+            name="probe",
+            cluster=cluster,
+            workload=workload,
+            throughput=throughput,
+            sim_config=SimConfig(),
+            seed=seed,
+            rng=rng,
+        )
+    finally:
+        del policy.decide  # the class's method again
+    return out
+
+
+def probe(
+    scheduler: str,
+    cluster: str,
+    workload: str,
+    workload_kwargs: dict[str, object],
+    seeds: Sequence[int],
+    models: Sequence[str] | None = None,
+) -> dict[str, Counter[str]]:
+    """Run ``scheduler`` on each seed and count its jobs' first starts by class, per model.
+
+    Args:
+        scheduler: A scheduler preset whose policy is a :class:`CoreActorPolicy`.
+        cluster: Cluster preset.
+        workload: Workload preset.
+        workload_kwargs: Overrides of the workload preset (e.g. ``{"start": 30000}``).
+        seeds: Seeds, as ``scripts/evaluate.py`` takes them.
+        models: Model names to count (None: every model).
+
+    Returns:
+        Model name -> counter over :data:`REASONS`, summed over seeds.
+
+    Raises:
+        ValueError: If the preset's policy is not rule-based, or a model name is unknown.
+    """
+    tm = default_throughput()
+    unknown = sorted(set(models or ()) - set(tm.models))
+    if unknown:
+        raise ValueError(
+            f"unknown model(s) {unknown}; the throughput table has {sorted(tm.models)}"
+        )
+    cl = resolve_cluster(cluster)
+    factory = resolve_workload(workload, workload_kwargs)
+    assert callable(factory)  # a preset name always gives a factory
+    make = scheduler_factory(scheduler)
+    counts: dict[str, Counter[str]] = {}
+    for seed in seeds:
+        # The same streams as hetsched.evaluation.evaluate with this one scheduler.
+        wl_rng, prng = np.random.default_rng(seed).spawn(2)
+        wl = factory(throughput=tm, cluster=cl, rng=wl_rng)
+        pol = make()
+        if not isinstance(pol, CoreActorPolicy):
+            raise ValueError(
+                f"scheduler {scheduler!r} builds {type(pol).__name__}; the probe needs a "
+                "rule-based MAIFS policy (maifs, maifs_teacher)"
+            )
+        count_starts(
+            pol,
+            cluster=cl,
+            workload=wl,
+            throughput=tm,
+            seed=seed,
+            rng=prng,
+            models=models,
+            counts=counts,
+        )
+    return counts
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Command-line entry point."""
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--scheduler", default="maifs")
+    ap.add_argument("--cluster", default="sia_64")
+    ap.add_argument("--workload", default="philly")
+    ap.add_argument("--workload-start", type=int, default=None, help="the preset's start")
+    ap.add_argument(
+        "--quiet",
+        action="store_true",
+        help="consecutive jobs from the start (busiest=false), as the loaded windows",
+    )
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0])
+    ap.add_argument("--models", nargs="+", default=None)
+    args = ap.parse_args(argv)
+    kw: dict[str, object] = {}
+    if args.workload_start is not None:
+        kw["start"] = args.workload_start
+    if args.quiet:
+        kw["busiest"] = False
+    try:
+        counts = probe(args.scheduler, args.cluster, args.workload, kw, args.seeds, args.models)
+    except ValueError as err:
+        ap.error(str(err))
+    rows = [
+        {"model": m, **{r: c[r] for r in REASONS}, "starts": sum(c.values())}
+        for m, c in sorted(counts.items())
+    ]
+    print(markdown_table(rows, ["model", *REASONS, "starts"]))
+
+
+if __name__ == "__main__":
+    main()

@@ -47,12 +47,10 @@ from hetsched.envs.presets import (  # noqa: E402
     resolve_workload,
     scheduler_factory,
 )
-from hetsched.evaluation import markdown_table, run_one  # noqa: E402
+from hetsched.evaluation import evaluate, markdown_table  # noqa: E402
 from hetsched.sim.allocation import Allocation  # noqa: E402
-from hetsched.sim.cluster import Cluster  # noqa: E402
 from hetsched.sim.engine import SimConfig, SimState  # noqa: E402
-from hetsched.sim.throughput import ThroughputModel, default_throughput  # noqa: E402
-from hetsched.sim.workload import Workload  # noqa: E402
+from hetsched.sim.throughput import default_throughput  # noqa: E402
 
 #: The classes of a first start, in table order (see the module docstring).
 REASONS: tuple[str, ...] = ("fastest", "room", "victim", "protected", "short")
@@ -108,63 +106,37 @@ def classify_start(policy: CoreActorPolicy, state: SimState, alloc: Allocation, 
     return "victim" if free.any() else "protected"
 
 
-def count_starts(
+def spy_on(
     policy: CoreActorPolicy,
-    *,
-    cluster: Cluster,
-    workload: Workload,
-    throughput: ThroughputModel,
-    seed: int,
-    rng: np.random.Generator,
+    counts: dict[str, Counter[str]],
     models: Sequence[str] | None = None,
-    counts: dict[str, Counter[str]] | None = None,
-) -> dict[str, Counter[str]]:
-    """Run ``policy`` once (as :func:`hetsched.evaluation.run_one` does) and count its jobs'
-    first starts by class (:func:`classify_start`), per model name.
+) -> CoreActorPolicy:
+    """Make ``policy`` count its jobs' first starts by class (:func:`classify_start`) into
+    ``counts`` (model name -> counter over :data:`REASONS`) as it runs; return it.
 
     Args:
-        policy: A fresh rule-based policy (it is reset here).
-        cluster: The cluster.
-        workload: The workload.
-        throughput: The throughput model (its model names label the counts).
-        seed: The run's seed.
-        rng: The policy's random stream.
+        policy: A fresh rule-based policy, before the runner resets it.
+        counts: Counters to add to.
         models: Model names to count (None: every model).
-        counts: Counters to add to (None: new ones).
-
-    Returns:
-        Model name -> counter over :data:`REASONS` (``counts``, updated, when given).
     """
-    out: dict[str, Counter[str]] = {} if counts is None else counts
-    started = np.zeros(workload.num_jobs, dtype=bool)
     decide = policy.decide
+    started: set[int] = set()
 
     def spy(state: SimState) -> Allocation:
         alloc = decide(state)
+        core = policy.core
+        assert core is not None and core.wl is not None  # decide() needs them
         for j in np.unique(alloc.job).tolist():
-            if started[j]:
+            if j in started:
                 continue
-            started[j] = True
-            name = throughput.models[int(workload.model[j])]
+            started.add(j)
+            name = core.tm.models[int(core.wl.model[j])]
             if models is None or name in models:
-                out.setdefault(name, Counter())[classify_start(policy, state, alloc, j)] += 1
+                counts.setdefault(name, Counter())[classify_start(policy, state, alloc, j)] += 1
         return alloc
 
     policy.decide = spy  # type: ignore[method-assign]
-    try:
-        run_one(
-            policy,
-            name="probe",
-            cluster=cluster,
-            workload=workload,
-            throughput=throughput,
-            sim_config=SimConfig(),
-            seed=seed,
-            rng=rng,
-        )
-    finally:
-        del policy.decide  # the class's method again
-    return out
+    return policy
 
 
 def probe(
@@ -175,14 +147,15 @@ def probe(
     seeds: Sequence[int],
     models: Sequence[str] | None = None,
 ) -> dict[str, Counter[str]]:
-    """Run ``scheduler`` on each seed and count its jobs' first starts by class, per model.
+    """Run ``scheduler`` on each seed (:func:`hetsched.evaluation.evaluate`, so the same runs as
+    ``scripts/evaluate.py``) and count its jobs' first starts by class, per model.
 
     Args:
         scheduler: A scheduler preset whose policy is a :class:`CoreActorPolicy`.
         cluster: Cluster preset.
         workload: Workload preset.
         workload_kwargs: Overrides of the workload preset (e.g. ``{"start": 30000}``).
-        seeds: Seeds, as ``scripts/evaluate.py`` takes them.
+        seeds: Seeds.
         models: Model names to count (None: every model).
 
     Returns:
@@ -197,31 +170,28 @@ def probe(
         raise ValueError(
             f"unknown model(s) {unknown}; the throughput table has {sorted(tm.models)}"
         )
-    cl = resolve_cluster(cluster)
-    factory = resolve_workload(workload, workload_kwargs)
-    assert callable(factory)  # a preset name always gives a factory
     make = scheduler_factory(scheduler)
     counts: dict[str, Counter[str]] = {}
-    for seed in seeds:
-        # The same streams as hetsched.evaluation.evaluate with this one scheduler.
-        wl_rng, prng = np.random.default_rng(seed).spawn(2)
-        wl = factory(throughput=tm, cluster=cl, rng=wl_rng)
+
+    def spied() -> CoreActorPolicy:
         pol = make()
         if not isinstance(pol, CoreActorPolicy):
             raise ValueError(
                 f"scheduler {scheduler!r} builds {type(pol).__name__}; the probe needs a "
                 "rule-based MAIFS policy (maifs, maifs_teacher)"
             )
-        count_starts(
-            pol,
-            cluster=cl,
-            workload=wl,
-            throughput=tm,
-            seed=seed,
-            rng=prng,
-            models=models,
-            counts=counts,
-        )
+        return spy_on(pol, counts, models)
+
+    factory = resolve_workload(workload, workload_kwargs)
+    assert callable(factory)  # a preset name always gives a factory
+    evaluate(
+        {scheduler: spied},
+        cluster=resolve_cluster(cluster),
+        workload_factory=factory,
+        throughput=tm,
+        seeds=list(seeds),
+        sim_config=SimConfig(),
+    )
     return counts
 
 

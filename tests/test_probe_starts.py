@@ -14,6 +14,7 @@ from conftest import make_cluster, make_tm, make_workload
 from hetsched.agents.policy import CoreActorPolicy
 from hetsched.envs.core import EnvCore
 from hetsched.envs.spaces import EnvSettings
+from hetsched.sim import SimConfig, Simulator
 from hetsched.sim.catalog import GPU_TYPE_NAMES
 from hetsched.sim.throughput import ThroughputModel
 
@@ -63,6 +64,18 @@ def _case() -> tuple[Any, ThroughputModel]:
     return cl, make_tm(base)
 
 
+def _run(
+    pol: CoreActorPolicy, cl: Any, wl: Any, tm: ThroughputModel, models: list[str] | None = None
+) -> dict[str, Counter[str]]:
+    """First starts of one run of ``pol``, by model and class."""
+    counts: dict[str, Counter[str]] = {}
+    SCRIPT["spy_on"](pol, counts, models)
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+    assert np.isfinite(res.finish_time).all()
+    return counts
+
+
 @pytest.mark.parametrize(
     ("policy_cls", "actor", "ratio", "work0", "expected"),
     [
@@ -90,28 +103,16 @@ def test_each_class_of_a_start_off_the_fastest_type(
     cl, tm = _case()
     wl = make_workload([0.0, 120.0], [work0, 600.0], [1, 1])
     pol = policy_cls(EnvSettings(window=4, advance="event", round_s=60), actor, preempt_ratio=ratio)
-    counts = SCRIPT["count_starts"](
-        pol, cluster=cl, workload=wl, throughput=tm, seed=0, rng=np.random.default_rng(0)
-    )
+    counts = _run(pol, cl, wl, tm)
     # Job 0 starts on the free A100 (or, for the actor taking the highest node, on the T4).
     assert counts == {"a": Counter({"fastest": 1, expected: 1})}
-    # The policy's own decide() is back after the probe.
-    assert "decide" not in vars(pol)
 
 
 def test_models_filter_and_counts_add_up() -> None:
     cl, tm = _case()
     wl = make_workload([0.0, 120.0, 130.0], [36000.0, 600.0, 600.0], [1, 1, 1], model=[0, 1, 1])
     pol = CoreActorPolicy(EnvSettings(window=4, advance="event", round_s=60), _lowest)
-    counts = SCRIPT["count_starts"](
-        pol,
-        cluster=cl,
-        workload=wl,
-        throughput=tm,
-        seed=0,
-        rng=np.random.default_rng(0),
-        models=["b"],
-    )
+    counts = _run(pol, cl, wl, tm, models=["b"])
     assert list(counts) == ["b"] and sum(counts["b"].values()) == 2
 
 
@@ -122,8 +123,6 @@ def test_classify_start_needs_a_started_job_and_a_reset_policy() -> None:
         SCRIPT["classify_start"](pol, None, None, 0)
     wl = make_workload([0.0], [600.0], [1])
     pol.reset(cl, wl, tm, np.random.default_rng(0))
-    from hetsched.sim import SimConfig, Simulator
-
     sim = Simulator(cl, wl, tm, SimConfig(round_s=60))
     state = sim.state()
     alloc = pol.decide(state)

@@ -10,12 +10,13 @@ one class (:data:`REASONS`) by what ran on the job's fastest allowed GPU type at
   after the round (the actor or a rule chose a slower type).
 * ``victim``: elsewhere, while a job that had run on the fastest type since an earlier round
   was a victim the preemption rules accept by its kind: on one node, not placed by the makespan
-  guard, preempted fewer than ``preempt_max`` times, and with more than ``preempt_ratio`` times
-  the starting job's run time there left (isolated rates). Room and memory are not checked, so
+  guard, preempted fewer times than the rules allow it (``preempt_max``, plus one per
+  ``preempt_every_s`` seconds it has held GPUs), and with more than ``preempt_ratio`` times the
+  starting job's run time there left (isolated rates). Room and memory are not checked, so
   this is an upper bound on what preemption could have done.
 * ``protected``: elsewhere; some job on the fastest type had that much time left, but each such
-  job was protected: placed by the makespan guard, preempted ``preempt_max`` times already, or
-  held on several nodes.
+  job was protected: placed by the makespan guard, preempted as often as the rules allow it
+  already, or held on several nodes.
 * ``short``: elsewhere; no job on the fastest type had that much time left (or preemption is
   off), so preempting there would not pay by the rules' own ratio.
 
@@ -100,7 +101,7 @@ def classify_start(policy: CoreActorPolicy, state: SimState, alloc: Allocation, 
     v = alloc.job[long_enough]
     free = (
         (per_job[long_enough] == 1)
-        & (policy._preempted[v] < policy.preempt_max)
+        & (policy._preempted[v] < policy._allowance(state, v))
         & ~policy._critical[v]
     )
     return "victim" if free.any() else "protected"

@@ -334,6 +334,12 @@ def parse_args(
     ap.add_argument("--preempt-wait-s", type=float, default=0.0)
     ap.add_argument("--preempt-max", type=int, default=1)
     ap.add_argument(
+        "--preempt-every-s",
+        type=float,
+        default=None,
+        help="seconds of holding GPUs that earn a job one more preemption beyond --preempt-max",
+    )
+    ap.add_argument(
         "--preempt-fast",
         type=float,
         default=None,

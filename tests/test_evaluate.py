@@ -43,6 +43,7 @@ def test_default_config_composes_with_simple_schedulers() -> None:
     assert cfg.scheduler.maifs.migrate_gain == 0.1  # the preset's default, docs/results.md
     m = cfg.scheduler.maifs  # preemption for short jobs, chosen on validation (docs/maifs_log.md)
     assert (m.preempt_ratio, m.preempt_wait_s, m.preempt_max) == (2.5, 7200, 3)
+    assert m.preempt_every_s == 14400
     assert (m.fast_wait_s, m.fast_max_s) == (0, 10800)
     assert m.window_order == "typed" and m.wake == "starve" and m.critical_min_rel == 0.25
     assert m.eft_gain == 0.1

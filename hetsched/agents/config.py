@@ -261,6 +261,8 @@ class MAIFSSchedulerConf:
             its remaining time (null = off): see :class:`hetsched.agents.policy.CoreActorPolicy`.
         preempt_wait_s: Waiting time (s) after which a job may preempt.
         preempt_max: Times the rule may preempt one job.
+        preempt_every_s: Seconds of holding GPUs that earn a job one more preemption beyond
+            ``preempt_max`` (null = off).
         fast_wait_s: Place a job that has waited this long (s) when a node of its fastest GPU
             type holds it (null = off): see :class:`hetsched.agents.policy.CoreActorPolicy`.
         fast_max_s: Longest estimated run time (s) of a job the fast-GPU guard places.
@@ -331,6 +333,7 @@ class MAIFSSchedulerConf:
     preempt_ratio: float | None = None
     preempt_wait_s: float = 0.0
     preempt_max: int = 1
+    preempt_every_s: float | None = None
     fast_wait_s: float | None = None
     fast_max_s: float = 3600.0
     elastic_gain: float | None = None

@@ -208,10 +208,14 @@ class CoreActorPolicy(BasePolicy):
       its restart delay when it resumes) and the waiting job is placed on its node; after the
       rule the actor takes more decision steps in the room left, with its window back in its
       own order. A victim is pending from the next round on. ``preempt_max`` bounds each job's
-      restarts from this rule. Time-sharing schedulers (Sia, LAS) start short jobs at once on
-      a busy cluster; this is the non-learned counterpart for MAIFS, in the SRPT spirit.
-      ``scheduler=maifs`` turns it on with ratio 4, at most 3 times per job, after 2 h of
-      waiting (chosen on validation, ``docs/maifs_log.md``).
+      restarts from the rules; with ``preempt_every_s`` each full ``preempt_every_s`` seconds a
+      job has held GPUs (``SimState.run_s``, restart time included) allow it one more, so a
+      long job that has run for a day may be preempted more often than one that has just
+      started (Tiresias-style: the more service a job has had, the less it is protected).
+      Time-sharing schedulers (Sia, LAS) start short jobs at once on a busy cluster; this is
+      the non-learned counterpart for MAIFS, in the SRPT spirit. ``scheduler=maifs`` turns it
+      on with ratio 2.5 (4 until the re-tuning for the ensemble), at most 3 times per job, after
+      2 h of waiting (chosen on validation, ``docs/maifs_log.md``).
       Without it the policy is non-preemptive: no job is stopped to make room.
     * **Preemption for a much faster GPU** (``preempt_fast``, off by default; needs
       ``preempt_ratio``): before the actor's steps, the same rule runs for the rigid window
@@ -345,6 +349,8 @@ class CoreActorPolicy(BasePolicy):
             time is this many times shorter than its remaining time (> 1); None = off.
         preempt_wait_s: Waiting time (s) after which a job may preempt (>= 0).
         preempt_max: Times the rule may preempt one job (>= 1).
+        preempt_every_s: Seconds of holding GPUs that earn a job one more preemption beyond
+            ``preempt_max`` (> 0); None = ``preempt_max`` for every job.
         preempt_fast: Speedup (> 1) of a GPU type over the best node free now for which a
             waiting job may preempt there at once (needs ``preempt_ratio``); None = off.
         fast_wait_s: Waiting time (s) after which the fast-GPU guard places a short job on a
@@ -398,6 +404,7 @@ class CoreActorPolicy(BasePolicy):
         preempt_ratio: float | None = None,
         preempt_wait_s: float = 0.0,
         preempt_max: int = 1,
+        preempt_every_s: float | None = None,
         fast_wait_s: float | None = None,
         fast_max_s: float = 3600.0,
         elastic_gain: float | None = None,
@@ -442,6 +449,9 @@ class CoreActorPolicy(BasePolicy):
         if not preempt_max >= 1:
             raise ValueError(f"preempt_max={preempt_max!r} must be >= 1")
         self.preempt_max = int(preempt_max)
+        if preempt_every_s is not None and not preempt_every_s > 0:
+            raise ValueError(f"preempt_every_s={preempt_every_s!r} must be > 0 seconds or None")
+        self.preempt_every_s = preempt_every_s
         self._preempted = np.zeros(0, dtype=np.int64)
         if fast_wait_s is not None and not fast_wait_s >= 0:
             raise ValueError(f"fast_wait_s={fast_wait_s!r} must be >= 0 seconds or None")
@@ -923,7 +933,7 @@ class CoreActorPolicy(BasePolicy):
             per_job = np.bincount(cur.job, minlength=wl.num_jobs)[cur.job]
             v = np.flatnonzero(
                 (per_job == 1)
-                & (self._preempted[cur.job] < self.preempt_max)
+                & (self._preempted[cur.job] < self._allowance(state, cur.job))
                 & ~self._critical[cur.job]
                 & core.node_up[cur.node]
             )
@@ -971,6 +981,13 @@ class CoreActorPolicy(BasePolicy):
             done += 1
         core.reorder_pending(np.argsort(order))  # the window goes back to the actor's order
         return done
+
+    def _allowance(self, state: SimState, jobs: NDArray[np.int64]) -> NDArray[np.int64]:
+        """Preemptions by the rules each of ``jobs`` may still take in total, shape (len(jobs),)."""
+        base = np.full(jobs.shape, self.preempt_max, dtype=np.int64)
+        if self.preempt_every_s is None:
+            return base
+        return base + (state.run_s[jobs] // self.preempt_every_s).astype(np.int64)
 
     @staticmethod
     def _free_times(
@@ -1146,7 +1163,7 @@ class CoreActorPolicy(BasePolicy):
             (per_job == 1)
             & best[cur.node]
             & (v_rem * self.critical_ratio <= est)
-            & (self._preempted[cur.job] < self.preempt_max)
+            & (self._preempted[cur.job] < self._allowance(state, cur.job))
             & ~self._critical[cur.job]
         )
         if not ok_v.any():
@@ -1518,6 +1535,8 @@ class MAIFSPolicy(CoreActorPolicy):
             None = off.
         preempt_wait_s: Waiting time (s) after which a job may preempt.
         preempt_max: Times the rule may preempt one job.
+        preempt_every_s: Seconds of holding GPUs that earn a job one more preemption (None =
+            off).
         preempt_fast: Turn on preemption for a much faster GPU at this speedup (see
             :class:`CoreActorPolicy`); None = off.
         fast_wait_s: Turn on the fast-GPU guard (s; see :class:`CoreActorPolicy`); None = off.
@@ -1579,6 +1598,7 @@ class MAIFSPolicy(CoreActorPolicy):
         preempt_ratio: float | None = None,
         preempt_wait_s: float = 0.0,
         preempt_max: int = 1,
+        preempt_every_s: float | None = None,
         fast_wait_s: float | None = None,
         fast_max_s: float = 3600.0,
         elastic_gain: float | None = None,
@@ -1646,6 +1666,7 @@ class MAIFSPolicy(CoreActorPolicy):
             preempt_ratio=preempt_ratio,
             preempt_wait_s=preempt_wait_s,
             preempt_max=preempt_max,
+            preempt_every_s=preempt_every_s,
             fast_wait_s=fast_wait_s,
             fast_max_s=fast_max_s,
             elastic_gain=elastic_gain,

@@ -387,6 +387,29 @@ def test_preemption_cap_per_job(max_times: int, expected: int) -> None:
     assert (res.start_time[2] == 7200.0) == (expected == 2)
 
 
+@pytest.mark.parametrize(("every_s", "expected"), [(None, 1), (1e6, 1), (3600.0, 2)])
+def test_preemption_allowance_grows_with_time_on_gpus(every_s: float | None, expected: int) -> None:
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings
+
+    tm = tiny_tm()
+    cl = _one_gpu_cluster()
+    # As in the cap test with one preemption allowed; by the second short job (7200 s) the
+    # long j0 has held the GPU for more than 3600 s, which earns it one more with every_s 3600.
+    wl = make_workload([0.0, 600.0, 7200.0], [4e6, 100.0, 100.0], [1, 1, 1])
+    pol = CoreActorPolicy(
+        EnvSettings(window=4, advance="event", round_s=60),
+        _first_fit_actor,
+        preempt_ratio=4.0,
+        preempt_max=1,
+        preempt_every_s=every_s,
+    )
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+    assert pol.run_stats()["preemptions"] == expected and int(res.preemptions[0]) == expected
+    assert (res.start_time[2] == 7200.0) == (expected == 2)
+
+
 def test_preemption_waits_and_looks_past_the_arrival_order_window() -> None:
     from hetsched.agents.policy import CoreActorPolicy
     from hetsched.envs.spaces import EnvSettings
@@ -430,6 +453,8 @@ def test_preemption_arguments_and_release_are_checked() -> None:
         CoreActorPolicy(s, _first_fit_actor, preempt_ratio=4.0, preempt_wait_s=-1.0)
     with pytest.raises(ValueError, match="preempt_max"):
         CoreActorPolicy(s, _first_fit_actor, preempt_ratio=4.0, preempt_max=0)
+    with pytest.raises(ValueError, match="preempt_every_s"):
+        CoreActorPolicy(s, _first_fit_actor, preempt_ratio=4.0, preempt_every_s=0.0)
     pol = CoreActorPolicy(s, _first_fit_actor)
     tm = tiny_tm()
     cl = _one_gpu_cluster()

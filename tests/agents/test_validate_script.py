@@ -224,6 +224,7 @@ def test_preset_flag_reads_the_rules_scheduler_maifs_runs() -> None:
 
     flags = shlex.split(
         "--starve-guard-s 21600 --migrate-gain 0.1 --preempt-ratio 2.5 --preempt-max 3 "
+        "--preempt-every-s 14400 "
         "--preempt-wait-s 7200 --fast-wait-s 0 --fast-max-s 10800 --window-order typed "
         "--keep-memory --elastic-gain 2.0 --grow-gain 0.05 --grow-factor 8 --grow-at-request "
         "--shrink-order restart_cost --shrink-fastest --critical-s 86400 --critical-wait-s 10800 "

@@ -983,7 +983,9 @@ class CoreActorPolicy(BasePolicy):
         return done
 
     def _allowance(self, state: SimState, jobs: NDArray[np.int64]) -> NDArray[np.int64]:
-        """Preemptions by the rules each of ``jobs`` may still take in total, shape (len(jobs),)."""
+        """How many preemptions by the rules each of ``jobs`` may have in all: ``preempt_max``,
+        plus one per full ``preempt_every_s`` seconds it has held GPUs (``SimState.run_s``);
+        shape (len(jobs),). A job preempted that many times is protected."""
         base = np.full(jobs.shape, self.preempt_max, dtype=np.int64)
         if self.preempt_every_s is None:
             return base

@@ -119,6 +119,7 @@ def test_scan_sets_share_no_job_with_the_test_windows_or_the_other_sets() -> Non
 
     mod = _load()
     from hetsched.envs.presets import resolve_cluster
+    from hetsched.sim.errors import TraceError
     from hetsched.sim.throughput import default_throughput
 
     tm = default_throughput()
@@ -142,6 +143,21 @@ def test_scan_sets_share_no_job_with_the_test_windows_or_the_other_sets() -> Non
     # Every sia_64 stretch fits that cluster (the others raise a TraceError there).
     for start in mod.SCAN_STARTS["sia_64"]:  # type: ignore[attr-defined]
         assert len(jobs(start, False, "sia_64")) == 300
+    # The shifted scan: halfway between, overlapping none of the above nor each other.
+    shifted = mod.SHIFTED_SCAN_SETS  # type: ignore[attr-defined]
+    starts = mod.SHIFTED_SCAN_STARTS  # type: ignore[attr-defined]
+    assert len(shifted) == 62 and not any(s[2] for s in shifted)
+    for start in starts["pai_mixed"]:
+        held = jobs(start, False)
+        assert len(held) == 300 and not held & taken, start
+        taken |= held
+    for start in starts["sia_64"]:
+        assert len(jobs(start, False, "sia_64")) == 300
+    for start in sorted(set(starts["pai_mixed"]) - set(starts["sia_64"])):
+        with pytest.raises(TraceError):
+            jobs(start, False, "sia_64")
+    with pytest.raises(TraceError):  # the next start, 81,250, fits neither cluster
+        jobs(81250, False)
 
 
 def test_elastic_sets_avoid_the_helios_test_file() -> None:

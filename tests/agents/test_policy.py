@@ -365,48 +365,31 @@ def test_preemption_for_a_short_job(
         assert res.start_time[1] >= res.finish_time[0]
 
 
-@pytest.mark.parametrize(("max_times", "expected"), [(1, 1), (2, 2)])
-def test_preemption_cap_per_job(max_times: int, expected: int) -> None:
+@pytest.mark.parametrize(
+    ("max_times", "every_s", "expected"),
+    [(1, None, 1), (2, None, 2), (1, 1e6, 1), (1, 3600.0, 2)],
+)
+def test_preemption_cap_per_job(max_times: int, every_s: float | None, expected: int) -> None:
     from hetsched.agents.policy import CoreActorPolicy
     from hetsched.envs.spaces import EnvSettings
 
     tm = tiny_tm()
     cl = _one_gpu_cluster()
-    # Two short jobs arrive while the long j0 runs; j0 may be preempted ``max_times`` times.
+    # Two short jobs arrive while the long j0 runs; j0 may be preempted ``max_times`` times, plus
+    # once per ``every_s`` seconds on the GPU: by the second arrival (7200 s) it has held the GPU
+    # for more than 3600 s, which earns it one more preemption with every_s 3600.
     wl = make_workload([0.0, 600.0, 7200.0], [4e6, 100.0, 100.0], [1, 1, 1])
     pol = CoreActorPolicy(
         EnvSettings(window=4, advance="event", round_s=60),
         _first_fit_actor,
         preempt_ratio=4.0,
         preempt_max=max_times,
-    )
-    pol.reset(cl, wl, tm, np.random.default_rng(0))
-    res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
-    assert pol.run_stats()["preemptions"] == expected and int(res.preemptions[0]) == expected
-    assert res.start_time[1] == 600.0
-    assert (res.start_time[2] == 7200.0) == (expected == 2)
-
-
-@pytest.mark.parametrize(("every_s", "expected"), [(None, 1), (1e6, 1), (3600.0, 2)])
-def test_preemption_allowance_grows_with_time_on_gpus(every_s: float | None, expected: int) -> None:
-    from hetsched.agents.policy import CoreActorPolicy
-    from hetsched.envs.spaces import EnvSettings
-
-    tm = tiny_tm()
-    cl = _one_gpu_cluster()
-    # As in the cap test with one preemption allowed; by the second short job (7200 s) the
-    # long j0 has held the GPU for more than 3600 s, which earns it one more with every_s 3600.
-    wl = make_workload([0.0, 600.0, 7200.0], [4e6, 100.0, 100.0], [1, 1, 1])
-    pol = CoreActorPolicy(
-        EnvSettings(window=4, advance="event", round_s=60),
-        _first_fit_actor,
-        preempt_ratio=4.0,
-        preempt_max=1,
         preempt_every_s=every_s,
     )
     pol.reset(cl, wl, tm, np.random.default_rng(0))
     res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
     assert pol.run_stats()["preemptions"] == expected and int(res.preemptions[0]) == expected
+    assert res.start_time[1] == 600.0
     assert (res.start_time[2] == 7200.0) == (expected == 2)
 
 

@@ -160,6 +160,21 @@ def test_scan_sets_share_no_job_with_the_test_windows_or_the_other_sets() -> Non
         jobs(81250, False)
 
 
+def test_only_flags_exclude_each_other() -> None:
+    import subprocess
+    import sys
+
+    ckpt = str(ROOT / "checkpoints/maifs_default.pt")  # exists, so the sets are checked next
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts/validate_maifs.py"), ckpt, "--only-scan"]
+        + ["--only-scan-shifted"],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 2
+    assert "--only-scan and --only-scan-shifted exclude each other" in out.stderr
+
+
 def test_elastic_sets_avoid_the_helios_test_file() -> None:
     mod = _load()
     sets = mod.ELASTIC_SETS  # type: ignore[attr-defined]

@@ -356,6 +356,11 @@ def parse_args(
         help="seconds of holding GPUs that earn a job one more preemption beyond --preempt-max",
     )
     ap.add_argument(
+        "--preempt-gangs",
+        action="store_true",
+        help="the preemption rules may also take gangs on the fewest nodes that hold them",
+    )
+    ap.add_argument(
         "--preempt-fast",
         type=float,
         default=None,

@@ -263,6 +263,9 @@ class MAIFSSchedulerConf:
         preempt_max: Times the rule may preempt one job.
         preempt_every_s: Seconds of holding GPUs that earn a job one more preemption beyond
             ``preempt_max`` (null = off).
+        preempt_gangs: The preemption rules and the makespan guard may also take as victims
+            gangs held on the fewest nodes that hold them: see
+            :class:`hetsched.agents.policy.CoreActorPolicy`.
         fast_wait_s: Place a job that has waited this long (s) when a node of its fastest GPU
             type holds it (null = off): see :class:`hetsched.agents.policy.CoreActorPolicy`.
         fast_max_s: Longest estimated run time (s) of a job the fast-GPU guard places.
@@ -334,6 +337,7 @@ class MAIFSSchedulerConf:
     preempt_wait_s: float = 0.0
     preempt_max: int = 1
     preempt_every_s: float | None = None
+    preempt_gangs: bool = False
     fast_wait_s: float | None = None
     fast_max_s: float = 3600.0
     elastic_gain: float | None = None

@@ -212,6 +212,11 @@ class CoreActorPolicy(BasePolicy):
       job has held GPUs (``SimState.run_s``, restart time included) allow it one more, so a
       long job that has run for a day may be preempted more often than one that has just
       started (Tiresias-style: the more service a job has had, the less it is protected).
+      With ``preempt_gangs`` (off by default and in ``scheduler=maifs``), this rule, the
+      next one and the makespan guard may also take a gang held on the fewest nodes that hold
+      it (a 16-GPU job on two 8-GPU nodes) as the victim, its remaining time estimated on all
+      its GPUs; a gang spread wider never is, since it could come back packed with fewer
+      cores per GPU and run slower (tried on validation, not adopted: ``docs/maifs_log.md``).
       Time-sharing schedulers (Sia, LAS) start short jobs at once on a busy cluster; this is
       the non-learned counterpart for MAIFS, in the SRPT spirit. ``scheduler=maifs`` turns it
       on with ratio 2.5 (4 until the re-tuning for the ensemble), at most 3 times per job, after
@@ -351,6 +356,9 @@ class CoreActorPolicy(BasePolicy):
         preempt_max: Times the rule may preempt one job (>= 1).
         preempt_every_s: Seconds of holding GPUs that earn a job one more preemption beyond
             ``preempt_max`` (> 0); None = ``preempt_max`` for every job.
+        preempt_gangs: The preemption rules and the makespan guard may also take as victims
+            jobs held on several nodes, if on the fewest nodes that hold them (else victims
+            are jobs held on one node).
         preempt_fast: Speedup (> 1) of a GPU type over the best node free now for which a
             waiting job may preempt there at once (needs ``preempt_ratio``); None = off.
         fast_wait_s: Waiting time (s) after which the fast-GPU guard places a short job on a
@@ -405,6 +413,7 @@ class CoreActorPolicy(BasePolicy):
         preempt_wait_s: float = 0.0,
         preempt_max: int = 1,
         preempt_every_s: float | None = None,
+        preempt_gangs: bool = False,
         fast_wait_s: float | None = None,
         fast_max_s: float = 3600.0,
         elastic_gain: float | None = None,
@@ -452,6 +461,7 @@ class CoreActorPolicy(BasePolicy):
         if preempt_every_s is not None and not preempt_every_s > 0:
             raise ValueError(f"preempt_every_s={preempt_every_s!r} must be > 0 seconds or None")
         self.preempt_every_s = preempt_every_s
+        self.preempt_gangs = bool(preempt_gangs)
         self._preempted = np.zeros(0, dtype=np.int64)
         if fast_wait_s is not None and not fast_wait_s >= 0:
             raise ValueError(f"fast_wait_s={fast_wait_s!r} must be >= 0 seconds or None")
@@ -928,11 +938,11 @@ class CoreActorPolicy(BasePolicy):
                 cand = core.slot_ok & rigid & (now > 0) & (now * fast <= 1.0 + 1e-9)
             if not cand.any():
                 break
-            # Victims: running jobs with one entry, preempted fewer than preempt_max times by
-            # this rule, on up nodes.
-            per_job = np.bincount(cur.job, minlength=wl.num_jobs)[cur.job]
+            # Victims: running entries of jobs held on one node (or, with preempt_gangs, on
+            # the fewest nodes that hold them), preempted fewer times than their allowance,
+            # on up nodes.
             v = np.flatnonzero(
-                (per_job == 1)
+                self._victim_shape(core, cur)
                 & (self._preempted[cur.job] < self._allowance(state, cur.job))
                 & ~self._critical[cur.job]
                 & core.node_up[cur.node]
@@ -941,8 +951,8 @@ class CoreActorPolicy(BasePolicy):
                 break
             vj, vn, vg = cur.job[v], cur.node[v], cur.gpus[v]
             vt = cl.node_type[vn]
-            v_rate = tm.isolated(wl.model[vj], vt, vg, False)
-            v_rem = state.remaining[vj] / np.where(v_rate > 0, v_rate, np.nan)  # (V,) s
+            rem = self._running_remaining(core, state, cur)[v]  # (V,) s, on all its GPUs
+            v_rem = np.where(np.isfinite(rem), rem, np.nan)
             ks = np.flatnonzero(cand)
             wj = w[ks]
             G = wl.req_gpus[wj]
@@ -981,6 +991,23 @@ class CoreActorPolicy(BasePolicy):
             done += 1
         core.reorder_pending(np.argsort(order))  # the window goes back to the actor's order
         return done
+
+    def _victim_shape(self, core: StateCore, cur: Allocation) -> NDArray[np.bool_]:
+        """Which running entries belong to jobs the rules may take as victims by their shape,
+        shape (E,): jobs held on one node; with ``preempt_gangs`` also jobs held on several
+        nodes if on the fewest that hold them (a 16-GPU gang on two 8-GPU nodes). A job
+        spread wider was spread for room or for cores; preempted, it could come back packed
+        with fewer cores per GPU and run slower, so it is never a victim."""
+        wl, cl = core.wl, core.cluster
+        assert wl is not None
+        per_job = np.bincount(cur.job, minlength=wl.num_jobs)
+        if not self.preempt_gangs:
+            return per_job[cur.job] == 1
+        G = np.bincount(cur.job, weights=cur.gpus, minlength=wl.num_jobs).astype(np.int64)
+        largest = np.ones(wl.num_jobs, dtype=np.int64)  # its largest node's GPUs
+        np.maximum.at(largest, cur.job, cl.node_gpus[cur.node])
+        j = cur.job
+        return per_job[j] <= -(-G[j] // largest[j])  # not spread (is_spread)
 
     def _allowance(self, state: SimState, jobs: NDArray[np.int64]) -> NDArray[np.int64]:
         """How many preemptions by the rules each of ``jobs`` may have in all: ``preempt_max``,
@@ -1159,10 +1186,10 @@ class CoreActorPolicy(BasePolicy):
         if single.any():  # it fits now: the node with the fewest free GPUs that holds it
             n = self._fewest_free(core, single)
             return self._claim_most_cpu(core, n)
-        # Room by preemption: victims held on one node, far shorter than the job.
-        per_job = np.bincount(cur.job, minlength=wl.num_jobs)[cur.job]
+        # Room by preemption: victims held on one node (or, with preempt_gangs, on the fewest
+        # nodes that hold them), far shorter than the job.
         ok_v = (
-            (per_job == 1)
+            self._victim_shape(core, cur)
             & best[cur.node]
             & (v_rem * self.critical_ratio <= est)
             & (self._preempted[cur.job] < self._allowance(state, cur.job))
@@ -1539,6 +1566,8 @@ class MAIFSPolicy(CoreActorPolicy):
         preempt_max: Times the rule may preempt one job.
         preempt_every_s: Seconds of holding GPUs that earn a job one more preemption (None =
             off).
+        preempt_gangs: Gangs on the fewest nodes that hold them may be victims too (see
+            :class:`CoreActorPolicy`).
         preempt_fast: Turn on preemption for a much faster GPU at this speedup (see
             :class:`CoreActorPolicy`); None = off.
         fast_wait_s: Turn on the fast-GPU guard (s; see :class:`CoreActorPolicy`); None = off.
@@ -1601,6 +1630,7 @@ class MAIFSPolicy(CoreActorPolicy):
         preempt_wait_s: float = 0.0,
         preempt_max: int = 1,
         preempt_every_s: float | None = None,
+        preempt_gangs: bool = False,
         fast_wait_s: float | None = None,
         fast_max_s: float = 3600.0,
         elastic_gain: float | None = None,
@@ -1669,6 +1699,7 @@ class MAIFSPolicy(CoreActorPolicy):
             preempt_wait_s=preempt_wait_s,
             preempt_max=preempt_max,
             preempt_every_s=preempt_every_s,
+            preempt_gangs=preempt_gangs,
             fast_wait_s=fast_wait_s,
             fast_max_s=fast_max_s,
             elastic_gain=elastic_gain,

@@ -393,6 +393,71 @@ def test_preemption_cap_per_job(max_times: int, every_s: float | None, expected:
     assert (res.start_time[2] == 7200.0) == (expected == 2)
 
 
+def test_victim_shape_takes_gangs_only_on_the_fewest_nodes() -> None:
+    from types import SimpleNamespace
+
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings
+
+    cl = make_cluster([{"gpu_type": "a100", "count": 3, "gpus": 4, "cpus": 32, "mem_gib": 128}])
+    wl = make_workload([0.0] * 4, [1e4] * 4, [2, 8, 4, 2])
+    # j0: 2 GPUs on one node; j1: 8 GPUs on two 4-GPU nodes (the fewest); j2: 4 GPUs spread
+    # 2 + 2 (one node would hold it); j3: 2 GPUs spread 1 + 1.
+    cur = Allocation(
+        job=[0, 1, 1, 2, 2, 3, 3],
+        node=[0, 1, 2, 0, 1, 0, 2],
+        gpus=[2, 4, 4, 2, 2, 1, 1],
+        cpus=[8.0] * 7,
+        mem=[16.0] * 7,
+        share=[-1] * 7,
+    )
+    core = SimpleNamespace(wl=wl, cluster=cl)
+    s = EnvSettings(window=4, advance="event", round_s=60)
+    off = CoreActorPolicy(s, _first_fit_actor, preempt_ratio=4.0)
+    on = CoreActorPolicy(s, _first_fit_actor, preempt_ratio=4.0, preempt_gangs=True)
+    assert off._victim_shape(core, cur).tolist() == [True, False, False, False, False, False, False]
+    assert on._victim_shape(core, cur).tolist() == [True, True, True, False, False, False, False]
+
+
+def _gang_first_fit_actor(core: EnvCore) -> np.ndarray:
+    """Like :func:`_first_fit_actor`, but a job no node holds alone is claimed as a gang by
+    every node where it is legal at its request."""
+    a = _first_fit_actor(core)
+    if a.any():
+        return a
+    one = core.features.one
+    legal = core.ma.legal[:, :, one[0], one[1], one[2]]
+    for k in np.flatnonzero(core.slot_ok & legal.any(axis=0)).tolist():
+        a[legal[:, k]] = int(core.codec.encode(k, *one))
+        break
+    return a
+
+
+@pytest.mark.parametrize("gangs", [False, True])
+def test_preemption_of_a_gang_on_the_fewest_nodes(gangs: bool) -> None:
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings
+
+    tm = tiny_tm()
+    # Two 1-GPU nodes: the long 2-GPU j0 needs both, so it is a gang on the fewest nodes.
+    cl = make_cluster([{"gpu_type": "a100", "count": 2, "gpus": 1, "cpus": 16, "mem_gib": 64}])
+    wl = make_workload([0.0, 600.0], [4e6, 100.0], [2, 1])
+    pol = CoreActorPolicy(
+        EnvSettings(window=4, advance="event", round_s=60),
+        _gang_first_fit_actor,
+        preempt_ratio=4.0,
+        preempt_gangs=gangs,
+    )
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+    assert np.isfinite(res.finish_time).all() and res.start_time[0] == 0.0
+    assert pol.run_stats()["preemptions"] == int(gangs) == int(res.preemptions[0])
+    if gangs:  # j1 starts on arrival; the gang resumes after it
+        assert res.start_time[1] == 600.0 and res.finish_time[0] > res.finish_time[1]
+    else:  # j1 waits for the gang
+        assert res.start_time[1] >= res.finish_time[0]
+
+
 def test_preemption_waits_and_looks_past_the_arrival_order_window() -> None:
     from hetsched.agents.policy import CoreActorPolicy
     from hetsched.envs.spaces import EnvSettings

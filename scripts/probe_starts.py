@@ -9,14 +9,15 @@ one class (:data:`REASONS`) by what ran on the job's fastest allowed GPU type at
 * ``room``: elsewhere, although a node of its fastest type still had its requested GPUs free
   after the round (the actor or a rule chose a slower type).
 * ``victim``: elsewhere, while a job that had run on the fastest type since an earlier round
-  was a victim the preemption rules accept by its kind: on one node, not placed by the makespan
-  guard, preempted fewer times than the rules allow it (``preempt_max``, plus one per
+  was a victim the preemption rules accept by its kind: on one node (with ``preempt_gangs``,
+  or a gang on the fewest nodes that hold it), not placed by the makespan guard, preempted fewer times than the rules allow it (``preempt_max``, plus one per
   ``preempt_every_s`` seconds it has held GPUs), and with more than ``preempt_ratio`` times the
   starting job's run time there left (isolated rates). Room and memory are not checked, so
   this is an upper bound on what preemption could have done.
 * ``protected``: elsewhere; some job on the fastest type had that much time left, but each such
   job was protected: placed by the makespan guard, preempted as often as the rules allow it
-  already, or held on several nodes.
+  already, or held on several nodes (more than the fewest that hold it, with
+  ``preempt_gangs``).
 * ``short``: elsewhere; no job on the fastest type had that much time left (or preemption is
   off), so preempting there would not pay by the rules' own ratio.
 
@@ -94,13 +95,13 @@ def classify_start(policy: CoreActorPolicy, state: SimState, alloc: Allocation, 
         return "short"
     run_s = state.remaining[job] / float(rate_t.max())  # the job's run time there (s)
     rem = policy._running_remaining(core, state, alloc)  # (E,) s
-    per_job = np.bincount(alloc.job, minlength=wl.num_jobs)[alloc.job]
+    shape_ok = policy._victim_shape(core, alloc)  # (E,) one node, or a gang the rules take
     long_enough = kept & (rem > ratio * run_s)
     if not long_enough.any():
         return "short"
     v = alloc.job[long_enough]
     free = (
-        (per_job[long_enough] == 1)
+        shape_ok[long_enough]
         & (policy._preempted[v] < policy._allowance(state, v))
         & ~policy._critical[v]
     )

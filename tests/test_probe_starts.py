@@ -108,6 +108,41 @@ def test_each_class_of_a_start_off_the_fastest_type(
     assert counts == {"a": Counter({"fastest": 1, expected: 1})}
 
 
+def _gang_on_a100s(core: EnvCore) -> np.ndarray:
+    """:func:`_lowest`, or else the first window job claimed as a gang by the A100 nodes."""
+    a = _lowest(core)
+    if a.any():
+        return a
+    one = core.features.one
+    legal = core.ma.legal[:, :, one[0], one[1], one[2]]
+    a100 = core.cluster.node_type == GPU_TYPE_NAMES.index("a100")
+    for k in np.flatnonzero(core.slot_ok & (legal & a100[:, None]).any(axis=0)).tolist():
+        a[legal[:, k] & a100] = int(core.codec.encode(k, *one))
+        break
+    return a
+
+
+@pytest.mark.parametrize(("gangs", "expected"), [(False, "protected"), (True, "victim")])
+def test_a_gang_on_the_fewest_nodes_is_a_victim_only_with_preempt_gangs(
+    gangs: bool, expected: str
+) -> None:
+    # Two 1-GPU A100 nodes and a T4 node: job 0 (2 GPUs, long) runs as a gang on both A100s,
+    # the fewest nodes that hold it; job 1 arrives at 120 s and starts on the T4.
+    node = {"count": 1, "gpus": 1, "cpus": 16, "mem_gib": 64}
+    cl = make_cluster([{"gpu_type": "a100", **{**node, "count": 2}}, {"gpu_type": "t4", **node}])
+    base = np.ones((2, len(GPU_TYPE_NAMES)))
+    base[:, GPU_TYPE_NAMES.index("a100")] = 5.0
+    tm = make_tm(base)
+    wl = make_workload([0.0, 120.0], [72000.0, 600.0], [2, 1])
+    pol = CoreActorPolicy(
+        EnvSettings(window=4, advance="event", round_s=60),
+        _gang_on_a100s,
+        preempt_ratio=4.0,
+        preempt_gangs=gangs,
+    )
+    assert _run(pol, cl, wl, tm) == {"a": Counter({"fastest": 1, expected: 1})}
+
+
 def test_models_filter_and_counts_add_up() -> None:
     cl, tm = _case()
     wl = make_workload([0.0, 120.0, 130.0], [36000.0, 600.0, 600.0], [1, 1, 1], model=[0, 1, 1])

@@ -998,16 +998,25 @@ class CoreActorPolicy(BasePolicy):
         nodes if on the fewest that hold them (a 16-GPU gang on two 8-GPU nodes). A job
         spread wider was spread for room or for cores; preempted, it could come back packed
         with fewer cores per GPU and run slower, so it is never a victim."""
+        assert core.wl is not None
+        if not self.preempt_gangs:
+            return np.bincount(cur.job, minlength=core.wl.num_jobs)[cur.job] == 1
+        return ~self._entry_spread(core, cur)[1]
+
+    @staticmethod
+    def _entry_spread(
+        core: StateCore, cur: Allocation
+    ) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
+        """Each running entry's job's GPUs in all, and whether the job is held on more nodes
+        than the fewest that could hold it (:func:`is_spread`, vectorised); both shape (E,)."""
         wl, cl = core.wl, core.cluster
         assert wl is not None
-        per_job = np.bincount(cur.job, minlength=wl.num_jobs)
-        if not self.preempt_gangs:
-            return per_job[cur.job] == 1
         G = np.bincount(cur.job, weights=cur.gpus, minlength=wl.num_jobs).astype(np.int64)
+        per_job = np.bincount(cur.job, minlength=wl.num_jobs)
         largest = np.ones(wl.num_jobs, dtype=np.int64)  # its largest node's GPUs
         np.maximum.at(largest, cur.job, cl.node_gpus[cur.node])
         j = cur.job
-        return per_job[j] <= -(-G[j] // largest[j])  # not spread (is_spread)
+        return G[j], per_job[j] > -(-G[j] // largest[j])
 
     def _allowance(self, state: SimState, jobs: NDArray[np.int64]) -> NDArray[np.int64]:
         """How many preemptions by the rules each of ``jobs`` may have in all: ``preempt_max``,
@@ -1143,13 +1152,9 @@ class CoreActorPolicy(BasePolicy):
         assert wl is not None
         if cur.size == 0:
             return np.zeros(0)
-        G = np.bincount(cur.job, weights=cur.gpus, minlength=wl.num_jobs).astype(np.int64)
-        per_job = np.bincount(cur.job, minlength=wl.num_jobs)
-        largest = np.zeros(wl.num_jobs, dtype=np.int64)  # its largest node's GPUs
-        np.maximum.at(largest, cur.job, cl.node_gpus[cur.node])
+        G, spread = CoreActorPolicy._entry_spread(core, cur)
         j = cur.job
-        spread = per_job[j] > -(-G[j] // largest[j])  # more nodes than it needs (is_spread)
-        rate = tm.isolated(wl.model[j], cl.node_type[cur.node], G[j], spread)
+        rate = tm.isolated(wl.model[j], cl.node_type[cur.node], G, spread)
         out = np.full(j.shape, np.inf)
         np.divide(state.remaining[j], rate, out=out, where=rate > 0)
         return out

@@ -5,7 +5,7 @@ A checkpoint (``torch.save`` of plain containers and tensors, loadable with
 
     model, optimizer            state dicts
     config                      the resolved agent config (a plain dict)
-    env_id, package_version     ENV_ID and hetsched.__version__ at save time
+    env_id, package_version     the env id (:func:`env_id_of` the config) and hetsched.__version__
     dims                        the observation layout the network parses (NetDims)
     step, phase                 env steps so far and the training phase
     rng                         numpy bit-generator state and torch RNG state (exact resume)
@@ -34,7 +34,7 @@ from hetsched.agents.coordination import (
     maxsum_actions,
     ordered_actions,
 )
-from hetsched.agents.driver import ENV_ID
+from hetsched.agents.driver import ENV_ID, PREEMPT_ENV_ID
 from hetsched.agents.network import MAIFSNet, NetDims, PolicyEnsemble
 from hetsched.envs.core import EnvCore
 from hetsched.envs.features import ObsLayout
@@ -43,6 +43,13 @@ from hetsched.envs.spaces import EnvSettings, LevelSets, RewardWeights
 
 class CheckpointError(ValueError):
     """A checkpoint that does not match this package, env or observation layout."""
+
+
+def env_id_of(config: dict[str, Any]) -> str:
+    """The env id of a plain agent config (``PREEMPT_ENV_ID`` when ``env.preemptive``)."""
+    env = config.get("env") if isinstance(config, dict) else None
+    preemptive = bool(env.get("preemptive", False)) if isinstance(env, dict) else False
+    return PREEMPT_ENV_ID if preemptive else ENV_ID
 
 
 def env_settings(conf: AgentEnvConf) -> EnvSettings:
@@ -62,11 +69,12 @@ def env_settings(conf: AgentEnvConf) -> EnvSettings:
         max_decisions_per_round=conf.max_decisions_per_round,
         advance="event",
         window_order=conf.window_order,
+        preemptive=conf.preemptive,
     )
 
 
-def net_dims(layout: ObsLayout, levels: LevelSets) -> NetDims:
-    """The network's view of an observation layout."""
+def net_dims(layout: ObsLayout, levels: LevelSets, *, preemptive: bool = False) -> NetDims:
+    """The network's view of an observation layout (with eviction actions if preemptive)."""
     lg, lc, lm = levels.sizes
     return NetDims(
         obs_dim=layout.obs_dim,
@@ -78,6 +86,7 @@ def net_dims(layout: ObsLayout, levels: LevelSets) -> NetDims:
         job_dim=layout.job_dim,
         global_dim=layout.global_dim,
         num_levels=lg * lc * lm,
+        evict_slots=layout.resident_slots if preemptive else 0,
     )
 
 
@@ -91,6 +100,7 @@ def build_net(conf: NetConf, dims: NetDims) -> MAIFSNet:
         type_emb=conf.type_emb,
         attention=conf.attention,
         graph=conf.graph,
+        evict_bias=conf.evict_bias,
     )
 
 
@@ -110,13 +120,14 @@ def agent_masks(core: EnvCore, conf: AgentEnvConf) -> tuple[NDArray[np.int8], ND
     """
     ma = core.ma
     N = core.N
+    P = core.n_place  # placement actions; eviction actions (preemptive) follow, unguarded
     mask = ma.mask.copy()
     single = ma.single.reshape(N, -1)
     if not conf.fungible:
         g1, c1, m1 = core.cfg.levels.one_index
         keep = np.zeros(ma.legal.shape[2:], dtype=bool)
         keep[g1, c1, m1] = True
-        mask[:, 1:] &= np.tile(keep.ravel(), core.K).astype(np.int8)[None, :]
+        mask[:, 1:P] &= np.tile(keep.ravel(), core.K).astype(np.int8)[None, :]
     if conf.long_guard_s is not None and core.any_legal:
         assert core.sim is not None and core.jt is not None and core.wl is not None
         jt, wl = core.jt, core.wl
@@ -133,23 +144,29 @@ def agent_masks(core: EnvCore, conf: AgentEnvConf) -> tuple[NDArray[np.int8], ND
             est > conf.long_guard_s
         )[None, :]  # (N, K)
         single3 = single.reshape(N, core.K, -1)
-        legal3 = mask[:, 1:].reshape(N, core.K, -1).astype(bool)
+        legal3 = mask[:, 1:P].reshape(N, core.K, -1).astype(bool)
         long = np.asarray((est > conf.long_guard_s) & core.slot_ok, dtype=bool)  # (K,)
         # Fast nodes that can host a long job now serve long jobs first.
         serve = np.asarray(
             (long[None, :] & ~slow & (legal3 & single3).any(axis=2)).any(axis=1), dtype=bool
         )  # (N,)
         blocked = (slow[:, :, None] & single3) | (serve[:, None] & ~long[None, :])[:, :, None]
-        guarded = mask[:, 1:] & ~blocked.reshape(N, -1)
+        guarded = mask[:, 1:P] & ~blocked.reshape(N, -1)
         if guarded.any() or core.round_allocation().size:
-            mask[:, 1:] = guarded
+            mask[:, 1:P] = guarded
             mask[serve, 0] = 0  # a serving node does not pass
     return mask, single
 
 
-def graph_of(mask: NDArray[np.integer], window: int) -> NDArray[np.bool_]:
-    """The step's coordination graph (:func:`coordination_graph` of the candidate sets)."""
-    return coordination_graph(candidate_sets(mask, window))
+def graph_of(mask: NDArray[np.integer], window: int, extra: int = 0) -> NDArray[np.bool_]:
+    """The step's coordination graph (:func:`coordination_graph` of the candidate sets).
+
+    Args:
+        mask: Action masks, shape (N, A).
+        window: Window size K.
+        extra: Trailing eviction actions of ``mask`` (not claims; no edges).
+    """
+    return coordination_graph(candidate_sets(mask[:, : mask.shape[1] - extra], window))
 
 
 class Acting:
@@ -185,7 +202,8 @@ class Acting:
         """Decide one step: actions, the effective masks, per-agent log-probs, value, inputs."""
         obs = core.observations()
         mask, single = agent_masks(core, self.conf.env)
-        adj = graph_of(mask, core.K)
+        extra = core.n_actions - core.n_place
+        adj = graph_of(mask, core.K, extra)
         o = torch.from_numpy(obs)[None]
         m = torch.from_numpy(mask.astype(bool))[None]
         g = torch.from_numpy(adj)[None]
@@ -196,16 +214,21 @@ class Acting:
             slot_single = np.asarray(
                 single.reshape(core.N, core.K, -1).any(axis=(0, 2)), dtype=bool
             )
+            if extra:
+                raise ValueError(
+                    "conflict='maxsum' has no eviction actions; use conflict='ordered' or "
+                    "'none' with agent.env.preemptive=true"
+                )
             actions = maxsum_actions(lg, mask, slot_single, core.K, iters=self.conf.maxsum_iters)
             eff = mask.astype(bool)
         else:
             actions, eff = ordered_actions(
-                lg, mask, single, core.K, rng, graph=self.conflict != "none"
+                lg, mask, single, core.K, rng, graph=self.conflict != "none", extra=extra
             )
         if not (actions > 0).any() and core.any_legal and core.round_allocation().size == 0:
             # Work-conserving guard: an idle cluster with placeable jobs never passes (the
             # simulator would stall); the most confident agent takes its best claim.
-            claims = np.where(eff[:, 1:], lg[:, 1:], -np.inf)
+            claims = np.where(eff[:, 1 : core.n_place], lg[:, 1 : core.n_place], -np.inf)
             i = int(np.argmax(claims.max(axis=1)))
             actions[i] = 1 + int(np.argmax(claims[i]))
         lp = torch.log_softmax(logits[0].masked_fill(~torch.from_numpy(eff), -1e9), dim=-1)
@@ -229,7 +252,8 @@ def save_checkpoint(path: Path, payload: dict[str, Any]) -> Path:
     """Write a checkpoint atomically (temp file + ``os.replace``)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    full = {"env_id": ENV_ID, "package_version": hetsched.__version__, **payload}
+    env_id = env_id_of(payload.get("config", {}))
+    full = {"env_id": env_id, "package_version": hetsched.__version__, **payload}
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
@@ -271,10 +295,16 @@ def load_checkpoint(path: str | Path, *, obs_dim: int | None = None) -> dict[str
     for key in ("model", "config", "env_id", "dims"):
         if key not in ck:
             raise CheckpointError(f"{p} is not a MAIFS checkpoint (no {key!r} entry)")
-    if ck["env_id"] != ENV_ID:
+    if ck["env_id"] not in (ENV_ID, PREEMPT_ENV_ID):
         raise CheckpointError(
-            f"{p} was trained on env {ck['env_id']!r}, this package provides {ENV_ID!r}; "
-            "retrain the agent for this env version"
+            f"{p} was trained on env {ck['env_id']!r}, this package provides {ENV_ID!r} and "
+            f"{PREEMPT_ENV_ID!r}; retrain the agent for this env version"
+        )
+    want_id = env_id_of(ck["config"])
+    if ck["env_id"] != want_id:
+        raise CheckpointError(
+            f"{p} says env {ck['env_id']!r} but its config (env.preemptive) means {want_id!r}; "
+            "the file was edited or written by another tool: retrain it with scripts/train.py"
         )
     got = int(ck["dims"]["obs_dim"])
     if obs_dim is not None and got != obs_dim:

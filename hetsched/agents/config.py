@@ -39,6 +39,9 @@ class AgentEnvConf:
         window_order: Order of the candidate window (``arrival``, ``attained``, ``sjf`` or
             ``typed``; see :class:`hetsched.envs.spaces.EnvSettings`). Checkpoints saved
             before this field existed load with ``arrival``, the order they were trained with.
+        preemptive: Train and act in the preemptive env ``hetsched/ClusterPreempt-v0`` (one
+            eviction action per resident slot; the network gets an eviction head). Checkpoints
+            saved before this field existed load with false.
     """
 
     window: int = 16
@@ -55,11 +58,13 @@ class AgentEnvConf:
     reward_progress: float = 0.0
     max_steps: int = 5000
     window_order: str = "arrival"
+    preemptive: bool = False
 
 
 @dataclass
 class NetConf:
-    """:class:`hetsched.agents.network.MAIFSNet` sizes and ablation switches."""
+    """:class:`hetsched.agents.network.MAIFSNet` sizes and ablation switches; ``evict_bias``
+    is the initial bias of the eviction logits (preemptive env only)."""
 
     hidden: int = 64
     heads: int = 4
@@ -67,6 +72,7 @@ class NetConf:
     type_emb: int = 16
     attention: bool = True
     graph: bool = True
+    evict_bias: float = 0.0
 
 
 @dataclass

@@ -76,6 +76,7 @@ def ordered_actions(
     rng: np.random.Generator | None,
     *,
     graph: bool = True,
+    extra: int = 0,
 ) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
     """Ordered decision: sample (or argmax) agent by agent, masking claimed jobs for neighbours.
 
@@ -87,28 +88,31 @@ def ordered_actions(
         rng: Sampling generator; ``None`` = greedy (argmax).
         graph: Mask a claimed job for the claimant's graph neighbours (False: independent
             decisions, conflicts left to the env).
+        extra: Trailing actions that are not claims (the preemptive env's evictions, shape
+            ``A = 1 + K L + extra``): never masked by a neighbour's claim, no edges.
 
     Returns:
         ``(actions (N,), effective masks (N, A))``: the mask each agent decided under.
     """
     N, A = mask.shape
-    L = (A - 1) // window
+    P = A - extra  # no-op and claims
+    L = (P - 1) // window
     eff = mask.astype(bool).copy()
     actions = np.zeros(N, dtype=np.int64)
     legal_logits = np.where(eff, logits, NEG)
     if not graph:
         return _pick(legal_logits, rng), eff
-    adj = coordination_graph(candidate_sets(mask, window))
+    adj = coordination_graph(candidate_sets(mask[:, :P], window))
     best = np.where(eff[:, 1:].any(axis=1), _log_softmax(legal_logits)[:, 1:].max(axis=1), NEG)
     order = np.lexsort((np.arange(N), -best))
     taken = np.zeros((N, window), dtype=bool)  # job k already claimed, as seen by agent i
     for i in order.tolist():  # one pass over the agents
         if taken[i].any():
-            eff[i, 1:] &= ~np.repeat(taken[i], L)
+            eff[i, 1:P] &= ~np.repeat(taken[i], L)
         row = np.where(eff[i], logits[i], NEG)
         a = int(_pick(row[None, :], rng)[0])
         actions[i] = a
-        if a > 0 and single[i, a - 1]:
+        if 0 < a < P and single[i, a - 1]:
             k = (a - 1) // L
             taken[adj[i], k] = True
     return actions, eff

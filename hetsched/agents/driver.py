@@ -38,6 +38,8 @@ from hetsched.sim.workload import Workload
 
 #: Env id (and version) the agent is trained on; stored in checkpoints and checked on load.
 ENV_ID = "hetsched/Cluster-v0"
+#: The same with eviction actions (``agent.env.preemptive=true``).
+PREEMPT_ENV_ID = "hetsched/ClusterPreempt-v0"
 
 
 @dataclass
@@ -112,7 +114,8 @@ class TeamEnv:
         stats.invalid = int(res.invalid.sum())
         stats.conflicts = int(res.conflict.sum())
         stats.gang_failed = int(res.gang_failed.sum())
-        core.end_decision(placed > 0, stats)
+        stats.evicted = res.evicted_jobs
+        core.end_decision(placed > 0 or res.evicted_jobs > 0, stats)
         self.steps += 1
         parts = reward_parts(stats, self.weights, self.z)
         done = core.done or core.stalled or self.steps >= self.max_steps
@@ -189,18 +192,10 @@ class StateCore(EnvCore):
         Args:
             jobs: Job indices that run now, shape (R,).
         """
-        cur = self._cur
-        drop = np.isin(cur.job, jobs)
+        drop = np.isin(self._cur.job, jobs)
         if not drop.any():
             raise ValueError(f"release({jobs.tolist()}): none of these jobs runs this round")
-        gone = cur.select(drop)
-        self._cur = cur.select(~drop)
-        N = self.N
-        self.free_g += np.bincount(gone.node, weights=gone.gpus, minlength=N).astype(np.int64)
-        self.free_c += np.bincount(gone.node, weights=gone.cpus, minlength=N)
-        self.free_m += np.bincount(gone.node, weights=gone.mem, minlength=N)
-        self._count -= np.bincount(gone.node, minlength=N)
-        self._n_cur_jobs -= len(set(gone.job.tolist()))
+        self.release_entries(drop)
         self.refresh()
 
     def place(
@@ -251,10 +246,14 @@ class StateCore(EnvCore):
         self.refresh()
 
     def end_step(self, placed: int) -> bool:
-        """Count a decision step; return whether the round goes on (same rule as the env)."""
+        """Count a decision step; return whether the round goes on (same rule as the env).
+
+        Args:
+            placed: Jobs the step placed or evicted.
+        """
         self.decision_step += 1
         return (
-            placed > 0 and self.any_legal and self.decision_step < self.cfg.max_decisions_per_round
+            placed > 0 and self.any_action and self.decision_step < self.cfg.max_decisions_per_round
         )
 
     def allocation(self) -> Allocation:

@@ -3,7 +3,8 @@ soft coordination graph, fungible-action head and a centralised critic.
 
 Shapes: ``B`` batch (decision steps), ``N`` agents (nodes; any number, parameters are shared),
 ``D`` observation length, ``K`` window slots, ``L = L_g L_c L_m`` level combinations,
-``A = 1 + K L`` actions, ``H`` hidden size.
+``R`` resident slots, ``A = 1 + K L`` actions (``1 + K L + R`` with eviction actions, the
+preemptive env ``hetsched/ClusterPreempt-v0``), ``H`` hidden size.
 
 1. **Node encoder** (shared by all agents). The observation
    (:mod:`hetsched.envs.features`) is split into its blocks: a learned GPU-type embedding (from
@@ -21,7 +22,9 @@ Shapes: ``B`` batch (decision steps), ``N`` agents (nodes; any number, parameter
 4. **Actor** (fungible head): ``z_ik = ReLU(U h_i + V job_ik)`` and
    ``logit(i, k, :) = W z_ik + b``, one logit per level combination ``l`` (GPU, CPU and memory
    levels chosen jointly with the job); the no-op logit is linear in ``h_i``. Masked entries
-   get ``-1e9`` before the softmax.
+   get ``-1e9`` before the softmax. With eviction actions (``NetDims.evict_slots = R``), each
+   resident slot's encoding ``u_ir`` (the per-slot MLP of step 1) gives one more logit,
+   ``w_e^T ReLU(U_e h_i + V_e u_ir) + b_e``, appended after the claims.
 5. **Centralised critic**: ``V(s) = MLP([mean_i h_i; max_i h_i; global])`` -- size-agnostic.
 
 Ablation switches: ``attention=False`` (no step 2: ``c_i = e_i``), ``graph=False`` (no step 3).
@@ -38,6 +41,8 @@ import torch
 from torch import Tensor, nn
 
 NEG = -1e9
+#: Modules of the eviction head (present only with ``NetDims.evict_slots > 0``).
+EVICT_HEAD: tuple[str, ...] = ("ev_h", "ev_r", "ev_out")
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,7 @@ class NetDims:
         job_dim: Features per window slot.
         global_dim: Global block length.
         num_levels: ``L = L_g L_c L_m``.
+        evict_slots: Eviction actions (0, or R for the preemptive env).
     """
 
     obs_dim: int
@@ -65,8 +71,14 @@ class NetDims:
     job_dim: int
     global_dim: int
     num_levels: int
+    evict_slots: int = 0
 
     def __post_init__(self) -> None:
+        if self.evict_slots not in (0, self.resident_slots):
+            raise ValueError(
+                f"evict_slots={self.evict_slots} must be 0 (no eviction actions) or "
+                f"resident_slots={self.resident_slots} (one per resident slot)"
+            )
         total = (
             self.num_types
             + self.node_head
@@ -80,7 +92,7 @@ class NetDims:
     @property
     def num_actions(self) -> int:
         """A."""
-        return 1 + self.window * self.num_levels
+        return 1 + self.window * self.num_levels + self.evict_slots
 
     def as_dict(self) -> dict[str, int]:
         """Plain dict (stored in checkpoints)."""
@@ -102,6 +114,8 @@ class MAIFSNet(nn.Module):
         type_emb: GPU-type embedding size.
         attention: Use multi-agent attention.
         graph: Use the soft coordination graph.
+        evict_bias: Initial bias of the eviction logits (negative: evict rarely at first, e.g.
+            when a trained non-preemptive network starts a preemptive run).
     """
 
     def __init__(
@@ -113,6 +127,7 @@ class MAIFSNet(nn.Module):
         type_emb: int = 16,
         attention: bool = True,
         graph: bool = True,
+        evict_bias: float = 0.0,
     ) -> None:
         super().__init__()
         if hidden % heads:
@@ -137,6 +152,11 @@ class MAIFSNet(nn.Module):
         self.act_j = nn.Linear(H, H, bias=False)
         self.act_out = nn.Linear(H, dims.num_levels)
         self.noop = nn.Linear(H, 1)
+        if dims.evict_slots:
+            self.ev_h = nn.Linear(H, H)
+            self.ev_r = nn.Linear(H, H, bias=False)
+            self.ev_out = nn.Linear(H, 1)
+            nn.init.constant_(self.ev_out.bias, float(evict_bias))
         self.critic = nn.Sequential(
             nn.Linear(2 * H + dims.global_dim, H),
             nn.ReLU(),
@@ -146,8 +166,9 @@ class MAIFSNet(nn.Module):
         )
 
     # ------------------------------------------------------------------ parts
-    def encode(self, obs: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """Node encodings ``(B, N, H)``, job encodings ``(B, N, K, H)``, global ``(B, G)``."""
+    def encode(self, obs: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Node encodings ``(B, N, H)``, job encodings ``(B, N, K, H)``, global ``(B, G)`` and
+        resident-slot encodings ``(B, N, R, H)`` (zero for empty slots)."""
         d = self.dims
         B, N, _ = obs.shape
         o = 0
@@ -163,14 +184,15 @@ class MAIFSNet(nn.Module):
         o += d.window * d.job_dim
         glob = obs[:, 0, o:]
         temb = self.type_emb(onehot.argmax(dim=-1))
-        r = (self.res_enc(res) * res[..., :1]).sum(dim=2) / d.resident_slots
+        res_e = self.res_enc(res) * res[..., :1]
+        r = res_e.sum(dim=2) / d.resident_slots
         present = win[..., :1]
         jobs = self.job_enc(win) * present
         jpool = jobs.sum(dim=2) / present.sum(dim=2).clamp(min=1.0)
         e = self.node_enc(
             torch.cat([temb, head, r, jpool, glob[:, None, :].expand(B, N, -1)], dim=-1)
         )
-        return e, jobs, glob
+        return e, jobs, glob, res_e
 
     def attend(self, e: Tensor) -> tuple[Tensor, Tensor]:
         """MAAC-style attention over the other agents: context ``(B, N, H)``, logit L2 ``()``."""
@@ -211,12 +233,18 @@ class MAIFSNet(nn.Module):
             h = torch.tanh(mu @ w(h))
         return c + h
 
-    def heads_out(self, h: Tensor, jobs: Tensor, glob: Tensor) -> tuple[Tensor, Tensor]:
-        """Unmasked logits ``(B, N, A)`` and values ``(B,)``."""
+    def heads_out(
+        self, h: Tensor, jobs: Tensor, glob: Tensor, res: Tensor
+    ) -> tuple[Tensor, Tensor]:
+        """Unmasked logits ``(B, N, A)`` and values ``(B,)`` (``res``: resident encodings)."""
         B, N, H = h.shape
         z = torch.relu(self.act_h(h)[:, :, None, :] + self.act_j(jobs))  # (B, N, K, H)
         claim = self.act_out(z).reshape(B, N, -1)  # (B, N, K * L)
-        logits = torch.cat([self.noop(h), claim], dim=-1)
+        parts = [self.noop(h), claim]
+        if self.dims.evict_slots:
+            u = torch.relu(self.ev_h(h)[:, :, None, :] + self.ev_r(res))  # (B,N,R,H)
+            parts.append(self.ev_out(u)[..., 0])
+        logits = torch.cat(parts, dim=-1)
         value = self.critic(torch.cat([h.mean(dim=1), h.max(dim=1).values, glob], dim=-1))
         return logits, value[:, 0]
 
@@ -233,10 +261,10 @@ class MAIFSNet(nn.Module):
                 f"observation size {obs.shape[-1]} != the network's {self.dims.obs_dim}; the env "
                 "settings (window, resident slots, levels, model table) differ from training"
             )
-        e, jobs, glob = self.encode(obs)
+        e, jobs, glob, res = self.encode(obs)
         c, reg = self.attend(e)
         h = self.coordinate(c, adj)
-        logits, value = self.heads_out(h, jobs, glob)
+        logits, value = self.heads_out(h, jobs, glob, res)
         return logits.masked_fill(~mask, NEG), value, reg
 
 

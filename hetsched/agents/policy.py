@@ -644,16 +644,16 @@ class CoreActorPolicy(BasePolicy):
 
     def _actor_steps(self, core: StateCore) -> None:
         """The actor's decision steps until the env's round-closing rule fires."""
-        go = core.any_legal
+        go = core.any_action
         while go:
             actions = self.act(core)
             if self.keep_memory:
                 actions = self._keep_memory(core, actions)
             if self.mem_hold_phi is not None:
                 actions = self._hold_memory(core, actions)
-            _, placed = core.resolve_claims(actions)
+            res, placed = core.resolve_claims(actions)
             self.counts["decision_steps"] += 1
-            go = core.end_step(placed)
+            go = core.end_step(placed + res.evicted_jobs)
 
     def _keep_memory(self, core: EnvCore, actions: NDArray[np.int64]) -> NDArray[np.int64]:
         """``actions`` with memory levels below the request raised to it where legal."""
@@ -1741,6 +1741,11 @@ class MAIFSPolicy(CoreActorPolicy):
             raise CheckpointError(
                 f"the checkpoint expects observations of size {self.net.dims.obs_dim}, this "
                 f"cluster/throughput table gives {self.core.layout.obs_dim} (other model table?)"
+            )
+        if self.core.n_actions != self.net.dims.num_actions:
+            raise CheckpointError(
+                f"the checkpoint has {self.net.dims.num_actions} actions per node, the env "
+                f"settings give {self.core.n_actions} (eviction actions: env.preemptive)"
             )
         if self.actor_kind == "teacher":
             self.actor = SJFTeacher.for_agent(self.conf).act

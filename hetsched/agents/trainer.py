@@ -41,6 +41,7 @@ from torch.nn import functional
 
 from hetsched.agents.agent import (
     Acting,
+    CheckpointError,
     agent_masks,
     build_net,
     env_settings,
@@ -51,6 +52,7 @@ from hetsched.agents.agent import (
 )
 from hetsched.agents.config import CurriculumItem, TrainConfig
 from hetsched.agents.driver import TeamEnv
+from hetsched.agents.network import EVICT_HEAD
 from hetsched.agents.teacher import SJFTeacher
 from hetsched.envs.core import EnvCore
 from hetsched.envs.presets import (
@@ -191,7 +193,10 @@ class Trainer:
                 )
             ]
         self.items = items
-        dims = {net_dims(e.core.layout, self.settings.levels) for e in self.envs}
+        dims = {
+            net_dims(e.core.layout, self.settings.levels, preemptive=self.settings.preemptive)
+            for e in self.envs
+        }
         if len(dims) != 1:
             raise ValueError(f"curriculum items give different observation layouts: {dims}")
         self.dims = dims.pop()
@@ -211,10 +216,35 @@ class Trainer:
         if self.conf.eval.every > 0:
             self._baseline_factory()  # an unknown preset fails now, not after hours of training
         if cfg.init and not cfg.resume:
-            ck = load_checkpoint(cfg.init, obs_dim=self.dims.obs_dim)
-            self.net.load_state_dict(ck["model"])
+            self._init_from(Path(cfg.init))
         if cfg.resume:
             self._restore(Path(cfg.resume))
+
+    def _init_from(self, path: Path) -> None:
+        """Start from a checkpoint's weights (``init=PATH``).
+
+        A checkpoint without eviction actions may start a preemptive run
+        (``agent.env.preemptive=true``): every weight it has is loaded and the eviction head
+        keeps its fresh initialisation (``agent.net.evict_bias`` sets how rarely it evicts at
+        first). Any other difference of layout is a :class:`CheckpointError`.
+        """
+        ck = load_checkpoint(path, obs_dim=self.dims.obs_dim)
+        fix = (
+            "; init needs the same agent.net sizes (an eviction head may only be new, when a "
+            "non-preemptive checkpoint starts a preemptive run)"
+        )
+        try:
+            missing, unexpected = self.net.load_state_dict(ck["model"], strict=False)
+        except RuntimeError as e:  # a tensor of another shape
+            raise CheckpointError(
+                f"init={path} does not fit this network: {e}"[:1500] + fix
+            ) from None
+        head = [k for k in missing if k.split(".")[0] in EVICT_HEAD]
+        if unexpected or len(head) != len(missing):
+            raise CheckpointError(
+                f"init={path} does not fit this network: missing {sorted(missing)}, "
+                f"unexpected {sorted(unexpected)}" + fix
+            )
 
     # ------------------------------------------------------------------ main loop
     def run(self) -> Path:
@@ -311,7 +341,7 @@ class Trainer:
                 d = {
                     "obs": core.observations().astype(np.float16),
                     "mask": mask.astype(bool),
-                    "adj": graph_of(mask, core.K),
+                    "adj": graph_of(mask, core.K, core.n_actions - core.n_place),
                     "actions": label,
                     "logp": np.zeros(core.N, dtype=np.float32),
                     "value": np.float32(0.0),

@@ -4,6 +4,8 @@ Importing this package registers
 
 * ``hetsched/Cluster-v0`` with PettingZoo's registry (``pettingzoo.make("parallel", ...)``, when
   the installed PettingZoo has one) -- :class:`ClusterParallelEnv`, one agent per node;
+* ``hetsched/ClusterPreempt-v0`` likewise -- the same env with ``preemptive=True``: each agent
+  may also evict the running jobs of its node (one action per resident slot);
 * ``hetsched/ClusterCentral-v0`` with Gymnasium (``gymnasium.make``) -- :class:`ClusterCentralEnv`,
   one centralised agent.
 
@@ -25,18 +27,25 @@ from hetsched.envs.cluster_env import (
     ClusterParallelEnv,
     env,
     parallel_env,
+    preempt_env,
+    preempt_parallel_env,
     raw_env,
 )
 from hetsched.envs.spaces import ActionCodec, EnvSettings, LevelSets, RewardWeights
 
 #: Multi-agent (PettingZoo parallel) env ids.
-PARALLEL_ENV_IDS: tuple[str, ...] = ("hetsched/Cluster-v0",)
+PARALLEL_ENV_IDS: tuple[str, ...] = ("hetsched/Cluster-v0", "hetsched/ClusterPreempt-v0")
+#: Entry points of the parallel ids: (parallel factory, AEC factory) in ``cluster_env``.
+_PARALLEL_ENTRIES: dict[str, tuple[str, str]] = {
+    "hetsched/Cluster-v0": ("parallel_env", "env"),
+    "hetsched/ClusterPreempt-v0": ("preempt_parallel_env", "preempt_env"),
+}
 #: Single-agent (Gymnasium) env ids.
 GYM_ENV_IDS: tuple[str, ...] = ("hetsched/ClusterCentral-v0",)
 
 
 def register_envs() -> None:
-    """Register both ids (idempotent)."""
+    """Register every id (idempotent)."""
     if "hetsched/ClusterCentral-v0" not in gymnasium.registry:
         gymnasium.register(
             id="hetsched/ClusterCentral-v0",
@@ -45,10 +54,11 @@ def register_envs() -> None:
         )
     reg = getattr(pettingzoo, "register", None)
     if reg is not None:
-        for kind, entry in (("parallel", "parallel_env"), ("aec", "env")):
-            registry = getattr(pettingzoo, f"{kind}_registry", {})
-            if "hetsched/Cluster-v0" not in registry:
-                reg(kind, "hetsched/Cluster-v0", f"hetsched.envs.cluster_env:{entry}")
+        for env_id, entries in _PARALLEL_ENTRIES.items():
+            for kind, entry in zip(("parallel", "aec"), entries, strict=True):
+                registry = getattr(pettingzoo, f"{kind}_registry", {})
+                if env_id not in registry:
+                    reg(kind, env_id, f"hetsched.envs.cluster_env:{entry}")
 
 
 def make_parallel(env_id: str = "hetsched/Cluster-v0", **kwargs: Any) -> ClusterParallelEnv:
@@ -59,7 +69,9 @@ def make_parallel(env_id: str = "hetsched/Cluster-v0", **kwargs: Any) -> Cluster
     if mk is not None:
         out = mk("parallel", env_id, **kwargs)
         return out
-    return parallel_env(**kwargs)
+    return (
+        preempt_parallel_env(**kwargs) if env_id.endswith("Preempt-v0") else parallel_env(**kwargs)
+    )
 
 
 register_envs()
@@ -78,6 +90,8 @@ __all__ = [
     "env",
     "make_parallel",
     "parallel_env",
+    "preempt_env",
+    "preempt_parallel_env",
     "raw_env",
     "register_envs",
 ]

@@ -50,6 +50,7 @@ INFO_KEYS: tuple[str, ...] = (
     "conflicts",
     "gang_failed",
     "invalid_actions",
+    "evicted_jobs",
     "invalid_action",
     "conflict",
     "placed",
@@ -115,6 +116,17 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
     job's floor and the throughput at that size is positive. An illegal or malformed action
     becomes a no-op and is counted (``infos[a]["invalid_action"]``).
 
+    **Eviction actions** (``preemptive=True``, registered as ``hetsched/ClusterPreempt-v0``):
+    ``A = 1 + K L_g L_c L_m + R`` (293 with the defaults); action ``A - R + r`` evicts the job
+    in the agent's resident slot ``r``. Legal iff the slot holds a job that was running when
+    the round started, the node is up and a job waits in the window. Claims are resolved
+    first, then evictions: the job leaves every node that holds it (a gang too), its
+    resources are free at the next decision step and it rejoins the waiting queue with its
+    progress (the engine charges its restart delay when it runs again). A step that evicts
+    keeps the round going; a round is shown to the agents while an eviction is legal even if
+    no placement is. ``infos[a]["evicted_jobs"]`` counts the jobs a step evicted. The
+    observation is the same as without eviction actions.
+
     **Rounds and conflicts.** See :mod:`hetsched.envs.core`: several decision steps per round;
     time advances when a step places nothing, nothing more fits, or after
     ``max_decisions_per_round`` steps; conflicting single-node claims go to the lowest agent
@@ -134,6 +146,8 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
     (``reward_weights={"progress": w}``, info key ``reward_progress``, 0 unless enabled) and
     the window orders ``window_order="sjf"`` (shortest estimated run time first) and
     ``window_order="typed"`` (each GPU type's shortest jobs on that type, in turn).
+    The info key ``evicted_jobs`` (always 0 here) came with ``hetsched/ClusterPreempt-v0``
+    (2026-11-26), this env with ``preemptive=True``, whose first version is its ``-v0``.
     The suffix is bumped whenever spaces, dynamics or rewards change (saved agents depend on
     them: MAIFS checkpoints record the env id and observation layout and refuse a mismatch).
 
@@ -163,6 +177,8 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         failures: Node failures, a :class:`~hetsched.sim.faults.FailureSpec` or a mapping of
             its fields (``{"mtbf_h": 24, "repair_h": 1}``); None: no failures. A down node
             stays an agent whose only legal action is the no-op (``node_up`` feature 0).
+        preemptive: Add the eviction actions (see above); ``hetsched/ClusterPreempt-v0``
+            builds the env with ``preemptive=True``.
     """
 
     metadata: dict[str, Any] = {
@@ -195,6 +211,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         validate_allocations: bool = False,
         render_mode: str | None = None,
         failures: FailureSpec | Mapping[str, Any] | None = None,
+        preemptive: bool = False,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
@@ -215,6 +232,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
             conflict_rule=conflict_rule,
             max_time_s=max_time_s,
             validate_allocations=validate_allocations,
+            preemptive=preemptive,
         )
         self.max_cycles = self.settings.max_cycles
         tm = resolve_throughput(throughput)
@@ -229,7 +247,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         self.agents: list[str] = []
         self.agent_index = {a: i for i, a in enumerate(self.possible_agents)}
         lay = self.core.layout
-        A = self.core.codec.n
+        A = self.core.n_actions
         self.num_actions = A
         self.observation_spaces = {
             a: gymnasium.spaces.Dict(
@@ -312,7 +330,8 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         stats.invalid = int(res.invalid.sum())
         stats.conflicts = int(res.conflict.sum())
         stats.gang_failed = int(res.gang_failed.sum())
-        self.core.end_decision(placed > 0, stats)
+        stats.evicted = res.evicted_jobs
+        self.core.end_decision(placed > 0 or res.evicted_jobs > 0, stats)
         return self._finish_step(stats, res)
 
     def step_allocation(
@@ -408,6 +427,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         team["conflicts"] = float(stats.conflicts)
         team["gang_failed"] = float(stats.gang_failed)
         team["invalid_actions"] = float(stats.invalid)
+        team["evicted_jobs"] = float(stats.evicted)
         team["sim_time_s"] = float(core.sim.time)
         team["decision_step"] = float(core.decision_step)
         team["stalled"] = float(core.stalled)
@@ -508,6 +528,22 @@ def render_core(core: EnvCore, mode: str) -> str | NDArray[np.uint8]:
 def parallel_env(**kwargs: Any) -> ClusterParallelEnv:
     """Factory of the parallel env (``pettingzoo.make("parallel", "hetsched/Cluster-v0")``)."""
     return ClusterParallelEnv(**kwargs)
+
+
+def preempt_parallel_env(**kwargs: Any) -> ClusterParallelEnv:
+    """Factory of the preemptive parallel env (``hetsched/ClusterPreempt-v0``): the same env
+    with ``preemptive=True`` (eviction actions)."""
+    if not kwargs.pop("preemptive", True):
+        raise ValueError(
+            "hetsched/ClusterPreempt-v0 is the env with eviction actions; for preemptive=False "
+            "use hetsched/Cluster-v0"
+        )
+    return ClusterParallelEnv(preemptive=True, **kwargs)
+
+
+def preempt_env(**kwargs: Any) -> AECEnv[str, dict[str, NDArray[Any]], int]:
+    """The AEC version of :func:`preempt_parallel_env`."""
+    return parallel_to_aec(preempt_parallel_env(**kwargs))
 
 
 def raw_env(**kwargs: Any) -> AECEnv[str, dict[str, NDArray[Any]], int]:

@@ -1,8 +1,8 @@
 """The decision-round core shared by the PettingZoo and Gymnasium envs (numpy only).
 
 A *scheduling round* starts at a simulator round boundary. Running jobs keep their placement
-(the envs are non-preemptive; a fixed policy that preempts uses the allocation path, see
-:meth:`EnvCore.apply_allocation`). During the round the agents take one or more *decision
+unless an agent evicts them (only with ``EnvSettings.preemptive``, see "Evictions" below; a
+fixed policy that preempts uses the allocation path, see :meth:`EnvCore.apply_allocation`). During the round the agents take one or more *decision
 steps*; each step places jobs from the candidate window onto free resources, building the
 round's allocation. The round's simulated time then advances (``Simulator.advance`` with the
 running jobs plus everything placed) when
@@ -33,6 +33,16 @@ never interact (an agent claims one job per step, so nodes are disjoint). For on
    the one with the fewest nodes wins, ties to the lowest lead index. Unused claimants count a
    conflict; if no type fills, every claimant counts a failed gang claim and the job waits.
 
+**Evictions** (``EnvSettings.preemptive``). Actions ``A_p .. A_p + R - 1`` after the ``A_p``
+placement actions evict the job in resident slot ``r`` of the agent's node. Legal iff the slot
+holds a job that was running when the round started (not one placed this round), the node is up
+and some job waits in the window. In a decision step the claims are resolved first (against the
+window the agents saw), then the evictions: the job's entries leave every node that holds it,
+their resources are free for the next decision step, and the job rejoins the waiting queue in
+its window order (it may be placed again this round). A step that evicts counts as acting, so
+the round goes on; while an eviction is legal a round is shown to the agents even if no
+placement is.
+
 **Reward** (team): see :class:`~hetsched.envs.spaces.RewardWeights`. The jobs term integrates
 the number of arrived, unfinished jobs over simulated time (``RoundRecord.jobs_in_system_s`` plus
 the time between a job's arrival and its admission at the next round boundary), so with weight
@@ -41,7 +51,7 @@ the time between a job's arrival and its admission at the next round boundary), 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -86,16 +96,23 @@ class StepStats:
     makespan_s: float = 0.0
     terminal: bool = False
     progress_gpu_s: float = 0.0
+    evicted: int = 0
 
 
 @dataclass
 class ClaimResult:
-    """Per-agent outcome of one decision step, each shape (N,)."""
+    """Per-agent outcome of one decision step, each shape (N,).
+
+    ``evicted`` marks agents whose eviction action took a job off (preemptive envs only);
+    ``evicted_jobs`` counts the distinct jobs evicted.
+    """
 
     invalid: NDArray[np.bool_]
     granted: NDArray[np.bool_]
     conflict: NDArray[np.bool_]
     gang_failed: NDArray[np.bool_]
+    evicted: NDArray[np.bool_]
+    evicted_jobs: int = 0
 
 
 def fill_gang(
@@ -168,6 +185,9 @@ class EnvCore:
         self.layout = self.features.layout
         self._resident_kernel: Any | None = kernels.get("resident")
         self.codec = ActionCodec(settings.window, settings.levels)
+        #: Placement actions A_p (no-op included) and all actions (A_p + R when preemptive).
+        self.n_place = self.codec.n
+        self.n_actions = self.codec.n + (settings.resident_slots if settings.preemptive else 0)
         self.node_up = np.ones(self.N, dtype=bool)
         self.sim: _EnvSimulator | None = None
         self.wl: Workload | None = None
@@ -178,6 +198,7 @@ class EnvCore:
         self._obs_cache: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
         self._common_cache: NDArray[np.float64] | None = None
         self._any_legal: bool | None = None
+        self._evict_map: NDArray[np.int64] | None = None
         self.ma: MaskArrays
 
     # ------------------------------------------------------------------ episode
@@ -266,16 +287,22 @@ class EnvCore:
         self._count = np.bincount(cur.node, minlength=N).astype(np.int64)
         self._n_cur_jobs = len(set(cur.job.tolist()))  # distinct running jobs
         self._n_new_jobs = 0
-        pend = sim.pending_jobs()
+        self.pending = self._in_window_order(sim.pending_jobs())
+        self.decision_step = 0
+        self._evict_map = None
+        self.refresh()
+
+    def _in_window_order(self, pend: NDArray[np.int64]) -> NDArray[np.int64]:
+        """``pend`` (arrival order) sorted by ``EnvSettings.window_order``."""
+        sim = self.sim
+        assert sim is not None
         if self.cfg.window_order == "attained" and pend.size:
             pend = pend[np.lexsort((pend, sim.attained_gpu_s[pend]))]
         elif self.cfg.window_order == "sjf" and pend.size:
             pend = pend[np.lexsort((pend, self.est_run_s(pend)))]
         elif self.cfg.window_order == "typed" and pend.size:
             pend = pend[self.typed_order(pend)]
-        self.pending = pend
-        self.decision_step = 0
-        self.refresh()
+        return pend
 
     def est_run_s(self, jobs: NDArray[np.int64]) -> NDArray[np.float64]:
         """Estimated run time (s) of ``jobs``: remaining work over the isolated rate at the
@@ -352,20 +379,87 @@ class EnvCore:
         if not self._may_fit(rest):
             self.ma = self._empty_masks()
             self._any_legal = False
-            self._obs_cache = self._common_cache = None
-            return
-        self.ma = self.features.masks(
-            self.jt,
-            self.wl,
-            win,
-            self.slot_ok,
-            self.free_g,
-            self.free_c,
-            self.free_m,
-            self.node_up,
-        )
-        self._any_legal = None  # computed when first asked
+        else:
+            self.ma = self.features.masks(
+                self.jt,
+                self.wl,
+                win,
+                self.slot_ok,
+                self.free_g,
+                self.free_c,
+                self.free_m,
+                self.node_up,
+            )
+            self._any_legal = None  # computed when first asked
+        if self.cfg.preemptive:
+            self.ma = replace(self.ma, mask=np.hstack([self.ma.mask, self._evict_mask()]))
         self._obs_cache = self._common_cache = None
+
+    # ------------------------------------------------------------------ evictions
+    def _evictable(self) -> NDArray[np.int64]:
+        """Entry of :attr:`_cur` in each resident slot, shape (N, R); -1 where none.
+
+        Slots follow the observation's order (:meth:`_resident`): a node's running entries in
+        allocation order come first, so slot ``r < R`` of node ``i`` is its ``r``-th entry.
+        """
+        if self._evict_map is None:
+            R = self.cfg.resident_slots
+            out = np.full((self.N, R), -1, dtype=np.int64)
+            cur = self._cur
+            if cur.size:
+                order = np.argsort(cur.node, kind="stable")
+                ns = cur.node[order]
+                rank = np.arange(ns.shape[0]) - np.searchsorted(ns, ns, side="left")
+                keep = rank < R
+                out[ns[keep], rank[keep]] = order[keep]
+            self._evict_map = out
+        return self._evict_map
+
+    def _evict_mask(self) -> NDArray[np.int8]:
+        """Legal evictions, shape (N, R) int8 (see the module docstring)."""
+        m = self._evictable() >= 0
+        m &= self.node_up[:, None]
+        if not self.slot_ok.any():  # nothing waits: an eviction could only idle GPUs
+            m[:] = False
+        return m.astype(np.int8)
+
+    @property
+    def any_evictable(self) -> bool:
+        """Some agent has a legal eviction (always False unless preemptive)."""
+        return self.cfg.preemptive and bool(self.ma.mask[:, self.n_place :].any())
+
+    @property
+    def any_action(self) -> bool:
+        """Some agent has a legal placement or eviction."""
+        return self.any_legal or self.any_evictable
+
+    def release_entries(self, drop: NDArray[np.bool_]) -> Allocation:
+        """Take the entries ``drop`` (a mask over :attr:`_cur`) off this round; free their
+        resources. Does not touch the waiting queue or the masks.
+
+        Returns:
+            The dropped entries.
+        """
+        cur = self._cur
+        gone = cur.select(drop)
+        self._cur = cur.select(~drop)
+        self._evict_map = None
+        N = self.N
+        self.free_g += np.bincount(gone.node, weights=gone.gpus, minlength=N).astype(np.int64)
+        self.free_c += np.bincount(gone.node, weights=gone.cpus, minlength=N)
+        self.free_m += np.bincount(gone.node, weights=gone.mem, minlength=N)
+        self._count -= np.bincount(gone.node, minlength=N)
+        self._n_cur_jobs -= len(set(gone.job.tolist()))
+        return gone
+
+    def _evict(self, agents: NDArray[np.int64], slots: NDArray[np.int64]) -> int:
+        """Evict the jobs in ``slots`` of ``agents`` (legal, distinct agents); jobs evicted."""
+        entries = self._evictable()[agents, slots]
+        jobs = np.unique(self._cur.job[entries])
+        self.release_entries(np.isin(self._cur.job, jobs))
+        pend = np.concatenate([self.pending, jobs])
+        self.pending = self._in_window_order(np.sort(pend))
+        return int(jobs.size)
 
     def _may_fit(self, jobs: NDArray[np.int64]) -> bool:
         """Cheap necessary condition for any legal placement (skips the full masks)."""
@@ -406,7 +500,7 @@ class EnvCore:
     def any_legal(self) -> bool:
         """Some agent has a legal placement."""
         if self._any_legal is None:  # once per refresh of the masks
-            self._any_legal = bool(self.ma.mask[:, 1:].any())
+            self._any_legal = bool(self.ma.mask[:, 1 : self.n_place].any())
         return self._any_legal
 
     def round_allocation(self) -> Allocation:
@@ -473,7 +567,7 @@ class EnvCore:
         """Advance while no agent has a legal placement (to the next arrival or completion)."""
         sim = self.sim
         assert sim is not None
-        while not sim.done and not self.any_legal:
+        while not sim.done and not self.any_action:
             alloc = self.round_allocation()
             if self._stalls(alloc):
                 return
@@ -485,21 +579,26 @@ class EnvCore:
         With ``alloc`` (this round's allocation) empty, no legal placement and no arrival or node
         repair to come, the waiting jobs can never be placed.
         """
-        if alloc.size == 0 and not self.any_legal and not self._future_arrivals():
+        if alloc.size == 0 and not self.any_action and not self._future_arrivals():
             self.stalled = True  # stays set for the rest of the episode
         return self.stalled
 
     def end_decision(self, placed_any: bool, stats: StepStats) -> None:
-        """Close a decision step: advance the round if it is over (see the module docstring)."""
+        """Close a decision step: advance the round if it is over (see the module docstring).
+
+        Args:
+            placed_any: The step placed or evicted a job.
+            stats: Where the step's counts and reward parts accumulate.
+        """
         self.decision_step += 1
         if (
             not placed_any
-            or not self.any_legal
+            or not self.any_action
             or self.decision_step >= self.cfg.max_decisions_per_round
         ):
             # Nothing fits: with skip_idle, jump straight to the next arrival or completion
             # (the same boundaries as one round followed by _skip_idle, in one engine call).
-            jump = self.cfg.skip_idle and not self.any_legal
+            jump = self.cfg.skip_idle and not self.any_action
             alloc = self.round_allocation()
             if self._stalls(alloc):
                 return
@@ -592,17 +691,18 @@ class EnvCore:
     def resolve_claims(self, actions: NDArray[np.int64]) -> tuple[ClaimResult, int]:
         """Resolve one decision step of per-node actions (see the module docstring).
 
+        Claims are resolved first, then evictions (preemptive envs only; their count is
+        ``ClaimResult.evicted_jobs``).
+
         Args:
             actions: One flat action per node, shape (N,); out-of-range values are invalid.
 
         Returns:
             The per-agent outcome and the number of jobs placed.
         """
-        assert self.jt is not None
         N = self.N
-        A = self.codec.n
         a = np.asarray(actions, dtype=np.int64)
-        in_range = (a >= 0) & (a < A)
+        in_range = (a >= 0) & (a < self.n_actions)
         a_safe = np.where(in_range, a, 0)
         legal = in_range & (self.ma.mask[np.arange(N), a_safe] == 1)
         res = ClaimResult(
@@ -610,10 +710,24 @@ class EnvCore:
             granted=np.zeros(N, dtype=bool),
             conflict=np.zeros(N, dtype=bool),
             gang_failed=np.zeros(N, dtype=bool),
+            evicted=np.zeros(N, dtype=bool),
         )
-        claim = legal & (a_safe > 0)
-        if not claim.any():
-            return res, 0
+        claim = legal & (a_safe > 0) & (a_safe < self.n_place)
+        placed = self._claims(claim, a_safe, res) if claim.any() else 0
+        ev = legal & (a_safe >= self.n_place)
+        if ev.any():
+            agents = np.flatnonzero(ev)
+            res.evicted_jobs = self._evict(agents, a_safe[agents] - self.n_place)
+            res.evicted[agents] = True
+        if placed or res.evicted_jobs:
+            self.refresh()
+        return res, placed
+
+    def _claims(self, claim: NDArray[np.bool_], a_safe: NDArray[np.int64], res: ClaimResult) -> int:
+        """Resolve the legal placement claims ``claim`` (N,) of actions ``a_safe`` into ``res``;
+        returns the number of jobs placed (the caller refreshes the masks)."""
+        assert self.jt is not None
+        N = self.N
         agents = np.flatnonzero(claim)
         a_claim = a_safe[agents]
         ks, lgs, lcs, lms = self.codec.decode_legal(a_claim)
@@ -683,9 +797,7 @@ class EnvCore:
                 res.granted[nodes_g] = True
                 res.conflict[ag[~np.isin(ag, nodes_g)]] = True
                 placed += 1
-        if placed:
-            self.refresh()
-        return res, placed
+        return placed
 
     def place_on_type(self, k: int, t: int, lg: int, lc: int, lm: int) -> bool:
         """Central placement: slot ``k`` on GPU type ``t`` at the given levels.

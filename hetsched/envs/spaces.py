@@ -203,6 +203,11 @@ class EnvSettings:
         max_time_s: Simulation horizon in seconds (``None``: none); reaching it truncates.
         validate_allocations: Let the engine re-validate the env's own allocations (slower;
             the env builds valid ones by construction).
+        preemptive: Eviction actions (``hetsched/ClusterPreempt-v0``): each agent also has one
+            action per resident slot, appended after the placement actions, that takes the
+            slot's running job off the cluster while jobs wait (a gang leaves all its nodes).
+            The job rejoins the waiting queue at once with its progress; the engine charges
+            its restart delay when it runs again.
     """
 
     window: int = 8
@@ -218,8 +223,12 @@ class EnvSettings:
     conflict_rule: str = "lowest_index"
     max_time_s: float | None = None
     validate_allocations: bool = False
+    preemptive: bool = False
 
     def __post_init__(self) -> None:
+        if not isinstance(self.preemptive, bool | np.bool_):
+            raise ValueError(f"preemptive={self.preemptive!r} must be true or false")
+        object.__setattr__(self, "preemptive", bool(self.preemptive))
         for name, lo in (("window", 1), ("resident_slots", 1), ("max_decisions_per_round", 1)):
             v = getattr(self, name)
             if isinstance(v, bool) or int(v) != v or int(v) < lo:

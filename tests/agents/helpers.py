@@ -55,3 +55,16 @@ def fast_config(steps: int = 256, **ppo: float) -> TrainConfig:
         setattr(conf.ppo, k, v)
     conf.eval.every = 0
     return TrainConfig(agent=conf, progress=False, checkpoint_every=64)
+
+
+def preempt_env(conf: MAIFSAgentConf, tm: ThroughputModel) -> TeamEnv:
+    """One A100 node with one GPU; a 10-hour job at t=0 and a 6-minute job at t=60 s.
+
+    The best schedule (``conf.env.preemptive`` must be true): the long job starts at once; when
+    the short job arrives, the node evicts the long job (eviction action of slot 0), places the
+    short job (window slot 1: the evicted job is back in slot 0, in arrival order), and the long
+    job resumes when the short one is done. Without the eviction the short job waits 10 hours.
+    """
+    cl = make_cluster([{"gpu_type": "a100", "count": 1, "gpus": 1, "cpus": 16, "mem_gib": 64}])
+    wl = make_workload([0.0, 60.0], [4.0 * 36000, 4.0 * 360], [1, 1], cpu=4.0, mem=16.0)
+    return TeamEnv(cl, wl, tm, env_settings(conf.env), conf.env.max_steps)

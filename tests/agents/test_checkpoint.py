@@ -161,3 +161,43 @@ def test_default_scheduler_runs_on_every_cluster_preset(cluster: str) -> None:
     res = Simulator(cl, wl, tm, SimConfig()).run(pol)
     assert np.isfinite(res.finish_time).all()
     assert pol.run_stats()["decision_steps"] > 0  # the network acted, not only rules
+
+
+def test_env_id_and_eviction_actions_must_match(
+    run_a: tuple[Path, Trainer], tmp_path: Path
+) -> None:
+    d, tr = run_a
+    ck = torch.load(d / "checkpoints" / "96.pt", weights_only=True)
+    ck["env_id"] = "hetsched/ClusterPreempt-v0"  # config still says preemptive=false
+    bad = tmp_path / "bad_id.pt"
+    torch.save(ck, bad)
+    with pytest.raises(CheckpointError, match="means 'hetsched/Cluster-v0'"):
+        load_checkpoint(bad)
+    ck["config"]["env"]["preemptive"] = True  # consistent, but the network has no eviction head
+    crafted = tmp_path / "no_head.pt"
+    torch.save(ck, crafted)
+    pol = MAIFSPolicy(checkpoint=crafted)
+    tm = tiny_tm()
+    env = tiny_env(tr.conf, tm, jobs=2)
+    with pytest.raises(CheckpointError, match="actions per node"):
+        pol.reset(env.core.cluster, env.core.workload_source, tm, np.random.default_rng(0))  # type: ignore[arg-type]
+
+
+def test_init_starts_a_preemptive_run_from_a_plain_checkpoint(
+    run_a: tuple[Path, Trainer], tmp_path: Path
+) -> None:
+    d, tr = run_a
+    cfg = fast_config(steps=0)
+    cfg.agent.env.preemptive = True
+    cfg.agent.net.evict_bias = -3.0
+    cfg.init = str(d / "checkpoints" / "96.pt")
+    tm = tiny_tm()
+    tp = Trainer(cfg, tmp_path / "p", throughput=tm, envs=[tiny_env(cfg.agent, tm, jobs=2)])
+    assert tp.net.dims.evict_slots == cfg.agent.env.resident_slots
+    new = tp.net.state_dict()
+    for k, v in tr.net.state_dict().items():
+        assert torch.equal(v, new[k]), k
+    assert torch.equal(new["ev_out.bias"], torch.tensor([-3.0]))
+    cfg.agent.net.hidden = 16  # other sizes: nothing fits
+    with pytest.raises(CheckpointError, match="does not fit this network"):
+        Trainer(cfg, tmp_path / "q", throughput=tm, envs=[tiny_env(cfg.agent, tm, jobs=2)])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from hetsched.agents.coordination import (
@@ -135,3 +136,44 @@ def test_soft_graph_ignores_non_neighbours() -> None:
     h2 = net.coordinate(c2, adj)
     assert torch.allclose(h1[0, :2], h2[0, :2])  # 0 and 1 do not see agent 2
     assert not torch.allclose(h1[0, 2], h2[0, 2])
+
+
+def test_evictions_are_never_masked_by_claims_and_add_no_edges() -> None:
+    R = 2
+    m = np.hstack([_mask([[0], [0]]), np.ones((2, R), dtype=np.int8)])  # both may evict
+    single = np.ones((2, A - 1), dtype=bool)
+    logits = np.zeros((2, A + R))
+    logits[0, 1] = 10.0  # agent 0 claims slot 0 first ...
+    logits[1, 1] = 5.0
+    logits[1, A + 1] = 4.0  # ... so agent 1 evicts its slot-1 job instead
+    acts, eff = ordered_actions(logits, m, single, K, None, extra=R)
+    assert acts.tolist() == [1, A + 1]
+    assert eff[1, A:].all() and not eff[1, 1 : 1 + L].any()
+    only_ev = np.hstack([_mask([[], []]), np.ones((2, R), dtype=np.int8)])
+    assert not coordination_graph(candidate_sets(only_ev[:, :A], K)).any()
+
+
+def test_eviction_head_scores_resident_slots_and_respects_masks() -> None:
+    torch.manual_seed(0)
+    d = NetDims(**{**_dims().as_dict(), "evict_slots": _dims().resident_slots})
+    assert d.num_actions == 1 + K * L + d.resident_slots
+    net = MAIFSNet(d, hidden=16, heads=4)
+    obs = torch.rand(1, 3, d.obs_dim)
+    mask = torch.zeros(1, 3, d.num_actions, dtype=torch.bool)
+    mask[..., 0] = True
+    mask[0, 1, -1] = True  # node 1 may evict its last slot
+    logits, _, _ = net(obs, mask, torch.zeros(1, 3, 3, dtype=torch.bool))
+    assert logits.shape == (1, 3, d.num_actions)
+    p = torch.softmax(logits, -1).detach()
+    assert float(p[~mask].max()) == 0.0 and float(p[0, 1, -1]) > 0.0
+    # Slot 0's eviction logit reads that slot's features.
+    lay = d.num_types + d.node_head
+    obs2 = obs.clone()
+    obs2[0, 1, lay + 1 : lay + d.res_dim] += 0.5  # slot 0 of node 1 (its present flag kept)
+    full = torch.ones_like(mask)
+    a, _, _ = net(obs, full, torch.zeros(1, 3, 3, dtype=torch.bool))
+    b, _, _ = net(obs2, full, torch.zeros(1, 3, 3, dtype=torch.bool))
+    ev0 = 1 + K * L
+    assert not torch.allclose(a[0, 1, ev0], b[0, 1, ev0])
+    with pytest.raises(ValueError, match="evict_slots=1 must be 0"):
+        NetDims(**{**_dims().as_dict(), "evict_slots": 1})

@@ -5,11 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
-from helpers import fast_config, tiny_env, tiny_tm
+from helpers import fast_config, preempt_env, tiny_env, tiny_tm
 
-from hetsched.agents.agent import Acting
+from hetsched.agents.agent import Acting, load_checkpoint
+from hetsched.agents.policy import MAIFSPolicy
 from hetsched.agents.trainer import Trainer
+from hetsched.sim.engine import SimConfig, Simulator
+from hetsched.sim.workload import Workload
 
 
 def test_ppo_learns_fast_node_and_cpu_level(tmp_path: Path) -> None:
@@ -28,3 +32,44 @@ def test_ppo_learns_fast_node_and_cpu_level(tmp_path: Path) -> None:
     levels = env.core.cfg.levels
     assert (k, levels.gpu[g], levels.cpu[c]) == (0, 1.0, 2.0)
     assert levels.mem[m] >= 1.0  # both memory levels >= the request are optimal
+
+
+def test_ppo_learns_to_evict_for_a_short_job(tmp_path: Path) -> None:
+    """Preemptive env: PPO from scratch finds the one schedule that evicts (helpers.preempt_env)."""
+    cfg = fast_config(steps=512)
+    cfg.agent.env.preemptive = True
+    cfg.agent.env.fungible = False  # one placement action per slot: the test is about eviction
+    tm = tiny_tm()
+    env = preempt_env(cfg.agent, tm)
+    tr = Trainer(cfg, tmp_path, throughput=tm, envs=[env])
+    torch.manual_seed(0)
+    tr.run()
+    assert tr.net.dims.evict_slots == cfg.agent.env.resident_slots
+    env.reset(np.random.default_rng(0))
+    acting = Acting(tr.net, cfg.agent, greedy=True)
+    core = env.core
+    actions: list[int] = []
+    done = False
+    while not done:
+        a = acting(core)
+        actions.append(int(a[0]))
+        done = env.step(a).done
+    assert core.n_place in actions, f"the node never evicted (actions {actions})"
+    assert core.sim is not None and env.core.all_finished
+    fin = core.sim.finish_time
+    assert fin[1] < 3600.0, f"the short job waited for the long one (finish times {fin})"
+    assert fin[0] < 36000.0 + 3600.0
+    # The checkpoint evicts the same way as a scheduler on the simulator (evaluation's path).
+    ck = tmp_path / "checkpoints" / f"{tr.env_steps}.pt"
+    assert load_checkpoint(ck)["env_id"] == "hetsched/ClusterPreempt-v0"
+    pol = MAIFSPolicy(checkpoint=ck)
+    wl = env.core.workload_source
+    assert isinstance(wl, Workload)
+    pol.reset(core.cluster, wl, tm, np.random.default_rng(0))
+    res = Simulator(core.cluster, wl, tm, SimConfig(round_s=60)).run(pol)
+    assert np.array_equal(res.finish_time, fin)
+    assert res.restarts.tolist() == [1, 0]
+    env.reset(np.random.default_rng(0))
+    env.step(acting(core))  # the long job starts; the short one arrives
+    with pytest.raises(ValueError, match="conflict='maxsum' has no eviction actions"):
+        Acting(tr.net, cfg.agent, greedy=True, conflict="maxsum")(core)

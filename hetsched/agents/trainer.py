@@ -617,6 +617,7 @@ class Trainer:
                 {
                     "avg_jct_h": float(np.mean([m["avg_jct_h"] for m in fin])),
                     "makespan_h": float(np.mean([m["makespan_h"] for m in fin])),
+                    "restarts": float(np.mean([m.get("restarts", 0.0) for m in fin])),
                 },
             )
 

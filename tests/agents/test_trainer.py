@@ -80,7 +80,7 @@ def test_periodic_evaluation_logs_and_keeps_the_best(tmp_path: Path) -> None:
     assert ck["best"] == pytest.approx(min(maifs))
     for ns in ("rollout/", "train/", "reward/", "cluster/"):
         assert any(t.startswith(ns) for t in tags), f"no {ns} scalars in {sorted(tags)}"
-    assert "cluster/avg_jct_h" in tags and "rollout/steps_per_s" in tags
+    assert {"cluster/avg_jct_h", "cluster/restarts", "rollout/steps_per_s"} <= set(tags)
 
 
 def test_unknown_evaluation_baseline_fails_before_training(tmp_path: Path) -> None:

@@ -480,6 +480,22 @@ def parse_args(
     )
     ap.add_argument("--out", type=Path, default=None, help="also write the tables as Markdown")
     ap.add_argument(
+        "--clusters",
+        nargs="+",
+        default=None,
+        metavar="CLUSTER",
+        help="keep only the sets on these clusters (e.g. sia_64)",
+    )
+    ap.add_argument(
+        "--rules-off",
+        nargs="+",
+        default=[],
+        choices=RULES,
+        metavar="RULE",
+        help="turn these rule settings off (null), e.g. --preset --rules-off preempt_ratio "
+        "preempt_fast: the preset without its own preemption",
+    )
+    ap.add_argument(
         "--preset",
         action="store_true",
         help="take the rules from conf/scheduler/maifs.yaml (what scheduler=maifs runs); "
@@ -503,6 +519,10 @@ def main() -> None:
     if missing:
         ap.error(f"no such checkpoint file: {', '.join(missing)}")
     rules: dict[str, Any] = {k: getattr(args, k) for k in RULES}
+    for k in args.rules_off:
+        if isinstance(rules[k], bool):
+            ap.error(f"--rules-off {k}: a switch; leave out its flag to keep it off")
+        rules[k] = None
     rules["ensemble"] = [str(p) for p in args.members]  # [] = each checkpoint alone
     if args.conflict is not None:
         rules["conflict"] = args.conflict
@@ -523,6 +543,11 @@ def main() -> None:
         sets = SCAN_SETS
     if args.only_scan_shifted:
         sets = SHIFTED_SCAN_SETS
+    if args.clusters is not None:
+        unknown = sorted(set(args.clusters) - {s[0] for s in sets})
+        if unknown:
+            ap.error(f"--clusters {' '.join(unknown)}: no chosen set runs on it")
+        sets = tuple(s for s in sets if s[0] in args.clusters)
     try:
         baselines = {args.vs: baseline_factory(args.vs)} if args.vs else None
     except ValueError as err:

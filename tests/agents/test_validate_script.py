@@ -337,3 +337,35 @@ def test_members_flag_reaches_the_policies_and_missing_files_are_refused(
     with pytest.raises(SystemExit):
         mod.main()  # type: ignore[attr-defined]
     assert "no such checkpoint file: no_such.pt" in capsys.readouterr().err
+
+
+def test_clusters_and_rules_off_reach_the_scoring(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mod = _load()
+    seen: dict[str, object] = {}
+
+    def fake_score(paths: object, *, policy_kwargs: dict[str, object], **kw: object) -> None:
+        seen.update(policy_kwargs)
+        seen["sets"] = kw["sets"]
+        raise _BuiltError
+
+    monkeypatch.setattr(mod, "score_checkpoints", fake_score)
+    ck = str(ROOT / "checkpoints" / "maifs_default.pt")
+    argv = ["validate_maifs.py", ck, "--preset", "--only-scan-shifted", "--clusters", "sia_64"]
+    monkeypatch.setattr("sys.argv", [*argv, "--rules-off", "preempt_ratio", "preempt_fast"])
+    with pytest.raises(_BuiltError):
+        mod.main()  # type: ignore[attr-defined]
+    sets = seen["sets"]
+    assert sets and {s[0] for s in sets} == {"sia_64"}  # type: ignore[attr-defined]
+    assert len(sets) == sum(s[0] == "sia_64" for s in mod.SHIFTED_SCAN_SETS)  # type: ignore[arg-type, attr-defined]
+    assert seen["preempt_ratio"] is None and seen["preempt_fast"] is None
+    assert seen["starve_guard_s"] == 21600.0  # the other rules stay as in the preset
+    monkeypatch.setattr("sys.argv", [*argv[:-1], "nowhere"])
+    with pytest.raises(SystemExit):
+        mod.main()  # type: ignore[attr-defined]
+    assert "--clusters nowhere: no chosen set runs on it" in capsys.readouterr().err
+    monkeypatch.setattr("sys.argv", [*argv, "--rules-off", "keep_memory"])
+    with pytest.raises(SystemExit):
+        mod.main()  # type: ignore[attr-defined]
+    assert "--rules-off keep_memory: a switch" in capsys.readouterr().err

@@ -134,3 +134,20 @@ def test_invalid_evictions_are_counted_and_change_nothing() -> None:
 def test_cluster_arg_reaches_the_core() -> None:
     env = ClusterParallelEnv(TWO_NODES, jobs([4]), throughput=TM, preemptive=True)
     assert env.core.n_actions == env.core.n_place + env.settings.resident_slots
+
+
+def test_vector_adapter_and_rllib_wrapper_carry_the_eviction_actions() -> None:
+    from hetsched.envs.vector import PettingZooToSB3VecEnv
+    from hetsched.envs.wrappers import rllib_env
+
+    wl = jobs([4, 4, 4], arrival=[0.0, 0.0, 120.0], seconds=3600.0)
+    env = tiny_env(wl, preemptive=True, advance="event")
+    vec = PettingZooToSB3VecEnv([env], seed=0)
+    vec.reset()
+    assert vec.action_masks().shape == (2, vec.action_space.n)  # type: ignore[attr-defined]
+    ev = env.core.n_place  # slot 0's eviction
+    vec.step(np.array([1, 2]))  # both jobs start; j2 arrives: evictions become legal
+    assert vec.action_masks()[:, ev].all()
+    r = rllib_env(cluster=TWO_NODES, workload=wl, throughput=TM, preemptive=True, window=2)
+    obs, _ = r.reset(seed=0)
+    assert obs["node_0"]["action_mask"].shape == (r.action_space("node_0").n,)  # type: ignore[attr-defined]

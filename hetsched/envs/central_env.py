@@ -71,7 +71,8 @@ class ClusterCentralEnv(gymnasium.Env[NDArray[np.float32], np.int64]):
     rewards.
 
     Args: as :class:`hetsched.envs.cluster_env.ClusterParallelEnv` (``conflict_rule`` is
-    accepted for a uniform signature and unused: one placement per step cannot conflict).
+    accepted for a uniform signature and unused: one placement per step cannot conflict;
+    ``preemptive`` must stay false: this env has no eviction actions).
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array", "human"], "render_fps": 4}
@@ -99,7 +100,13 @@ class ClusterCentralEnv(gymnasium.Env[NDArray[np.float32], np.int64]):
         validate_allocations: bool = False,
         render_mode: str | None = None,
         failures: FailureSpec | Mapping[str, Any] | None = None,
+        preemptive: bool = False,
     ) -> None:
+        if preemptive:
+            raise ValueError(
+                "the central env has no eviction actions (preemptive=True); use the "
+                "multi-agent hetsched/ClusterPreempt-v0, or a fixed policy's allocation"
+            )
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
                 f"render_mode={render_mode!r} is not one of {self.metadata['render_modes']}"

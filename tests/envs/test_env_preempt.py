@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pettingzoo
 import pytest
-from env_helpers import TM, TWO_NODES, act, jobs, tiny_env
+from env_helpers import TM, TWO_NODES, act, jobs, tiny_central, tiny_env
 
 from hetsched.envs import ClusterParallelEnv, EnvSettings, make_parallel
 from hetsched.envs.testing import small_env_kwargs
@@ -151,3 +151,9 @@ def test_vector_adapter_and_rllib_wrapper_carry_the_eviction_actions() -> None:
     r = rllib_env(cluster=TWO_NODES, workload=wl, throughput=TM, preemptive=True, window=2)
     obs, _ = r.reset(seed=0)
     assert obs["node_0"]["action_mask"].shape == (r.action_space("node_0").n,)  # type: ignore[attr-defined]
+
+
+def test_central_env_refuses_preemptive_with_a_pointer() -> None:
+    with pytest.raises(ValueError, match="use the multi-agent hetsched/ClusterPreempt-v0"):
+        tiny_central(jobs([4]), preemptive=True)
+    assert tiny_central(jobs([4]), preemptive=False).action_space.n > 1  # type: ignore[attr-defined]

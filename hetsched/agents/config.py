@@ -130,6 +130,11 @@ class PPOConf:
         vf_coef: Value-loss weight.
         max_grad_norm: Gradient-norm clip.
         attn_reg: L2 penalty on the attention logits (MAAC).
+        rules_preset: A scheduler preset (``conf/scheduler/``, e.g. ``maifs``) whose rules act
+            around the agents during the PPO rollouts: each episode runs the simulator with
+            :class:`~hetsched.agents.policy.MAIFSPolicy` (that preset's rules, this network
+            sampling) and records the network's decision steps, so the agents learn what the
+            rules leave to them. Null (default): the bare env, as before.
     """
 
     env_steps: int = 20_000
@@ -145,6 +150,7 @@ class PPOConf:
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
     attn_reg: float = 1e-3
+    rules_preset: str | None = None
 
 
 @dataclass

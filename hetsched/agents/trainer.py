@@ -29,7 +29,7 @@ import math
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +50,7 @@ from hetsched.agents.agent import (
     net_dims,
     save_checkpoint,
 )
-from hetsched.agents.config import CurriculumItem, TrainConfig
+from hetsched.agents.config import CurriculumItem, MAIFSSchedulerConf, TrainConfig
 from hetsched.agents.driver import TeamEnv
 from hetsched.agents.network import EVICT_HEAD
 from hetsched.agents.teacher import SJFTeacher
@@ -60,8 +60,10 @@ from hetsched.envs.presets import (
     resolve_cluster,
     resolve_workload,
     scheduler_factory,
+    scheduler_node,
 )
 from hetsched.sim.cluster import Cluster
+from hetsched.sim.metrics import compute_metrics
 from hetsched.sim.throughput import ThroughputModel, default_throughput
 
 KEYS = ("obs", "mask", "adj", "actions", "logp", "value", "weight")
@@ -371,6 +373,84 @@ class Trainer:
             metrics=env.metrics() if env.core.all_finished else {},
         )
 
+    def run_rules_episode(self, env: TeamEnv, preset: str) -> Episode | None:
+        """One PPO episode with a scheduler preset's rules in the loop (``ppo.rules_preset``).
+
+        The drawn env's cluster and workload run on the simulator under
+        :class:`~hetsched.agents.policy.MAIFSPolicy` with the preset's rules and this network
+        sampling; every decision step of the network is recorded. Step ``k``'s reward is the
+        env's: ``-w_jobs * J_k / Z`` with ``J_k`` the jobs-in-system integral from its decision
+        to the next one (exact, from the jobs' arrival and finish times), plus the terminal
+        makespan term on the last step; ``dt_k`` is that interval.
+
+        Returns:
+            The episode, or None if the network made no decision (the rules did everything).
+
+        Raises:
+            ValueError: If progress shaping is on (not defined with the rules in the loop).
+        """
+        from hetsched.agents.policy import MAIFSPolicy
+        from hetsched.sim.engine import SimConfig, Simulator
+
+        w = env.weights
+        if w.progress != 0.0:
+            raise ValueError(
+                "agent.ppo.rules_preset needs agent.env.reward_progress=0 (progress shaping is "
+                "defined for the bare env only)"
+            )
+        core = env.core
+        assert core.wl is not None
+        wl, cl = core.wl, core.cluster
+        node = scheduler_node(preset)
+        skip = {"_target_", "checkpoint", "ensemble", "greedy", "conflict"}
+        rules = {f.name: node[f.name] for f in fields(MAIFSSchedulerConf) if f.name not in skip}
+        pol = MAIFSPolicy(net=(self.net, self.conf), greedy=False, **rules)
+        pol.reset(cl, wl, core.tm, np.random.default_rng(int(self.rng.integers(2**62))))
+        acting = pol.actor
+        assert isinstance(acting, Acting)  # the network actor (MAIFSPolicy.reset)
+        steps: list[dict[str, Any]] = []
+
+        def record(c: EnvCore) -> NDArray[np.int64]:
+            d = acting.step(c)
+            assert c.sim is not None
+            d["time"] = float(c.sim.time)
+            steps.append(d)
+            return np.asarray(d["actions"], dtype=np.int64)
+
+        pol.actor = record
+        res = Simulator(cl, wl, core.tm, SimConfig()).run(pol)
+        if not steps:
+            return None
+        t = np.asarray([d["time"] for d in steps])
+        fin = res.finish_time
+        done = np.isfinite(fin)  # all, unless a horizon cut the run short
+        end = float(fin[done].max()) if done.any() else float(t[-1])
+        fin = np.where(done, fin, end)
+        t_next = np.append(t[1:], end)
+        lo = np.maximum(wl.arrival[None, :], t[:, None])
+        hi = np.minimum(fin[None, :], t_next[:, None])
+        jobs_s = np.clip(hi - lo, 0.0, None).sum(axis=1)  # (T,) job-seconds per step
+        reward = -w.jobs * jobs_s / env.z
+        makespan_h = (end - float(wl.arrival.min())) / 3600.0
+        reward[-1] -= w.makespan * makespan_h
+        row = compute_metrics(res, scheduler="maifs", workload="", cluster="", seed=0)
+        return Episode(
+            obs=np.stack([d["obs"] for d in steps]),
+            mask=np.stack([d["mask"] for d in steps]),
+            adj=np.stack([d["adj"] for d in steps]),
+            actions=np.stack([d["actions"] for d in steps]),
+            logp=np.stack([d["logp"] for d in steps]),
+            value=np.asarray([d["value"] for d in steps], dtype=np.float32),
+            weight=np.ones((len(steps), core.N), dtype=np.float32),
+            reward=reward,
+            dt=t_next - t,
+            parts={
+                "reward_jobs": float(-w.jobs * jobs_s.sum() / env.z),
+                "reward_makespan": float(-w.makespan * makespan_h),
+            },
+            metrics={k: float(v) for k, v in row.items() if isinstance(v, int | float)},
+        )
+
     def _label_weights(self, core: EnvCore, label: NDArray[np.int64]) -> NDArray[np.float32]:
         """Loss weight per agent: ``bc.long_weight`` where the teacher claims a long job.
 
@@ -396,8 +476,22 @@ class Trainer:
         self.net.eval()
         out: list[Episode] = []
         n = 0
+        empty = 0
         while n < p.rollout_steps:
-            ep = self.run_episode(self.draw_env(), "agent")
+            if p.rules_preset:
+                maybe = self.run_rules_episode(self.draw_env(), p.rules_preset)
+                if maybe is None:  # the rules decided everything: nothing to learn from
+                    empty += 1
+                    if empty >= 100:
+                        raise RuntimeError(
+                            f"100 episodes in a row with agent.ppo.rules_preset="
+                            f"{p.rules_preset!r} gave the network no decision; check the "
+                            "preset's rules and the curriculum"
+                        )
+                    continue
+                ep = maybe
+            else:
+                ep = self.run_episode(self.draw_env(), "agent")
             disc = discounts(ep.dt, p.gamma, p.gamma_ref_s)
             ep.adv, ep.ret = gae(ep.reward, ep.value.astype(np.float64), disc, p.gae_lambda)
             out.append(ep)

@@ -137,3 +137,34 @@ def test_training_app_end_to_end(tmp_path: Path) -> None:
     }  # fmt: skip
     assert want <= tags.keys(), sorted(want - tags.keys())
     assert all(t.split("/")[0] in {"rollout", "train", "reward", "cluster", "eval"} for t in tags)
+
+
+@pytest.mark.parametrize("preemptive", [False, True])
+def test_rollouts_with_the_rules_in_the_loop(tmp_path: Path, preemptive: bool) -> None:
+    """``ppo.rules_preset``: the network's steps under MAIFSPolicy's rules, with the env's
+    reward (its sum is minus the total JCT over Z, minus the makespan term) and real times."""
+    from helpers import preempt_env
+
+    cfg = fast_config(steps=64)
+    cfg.agent.env.preemptive = preemptive
+    cfg.agent.ppo.rules_preset = "maifs"
+    tm = tiny_tm()
+    env = preempt_env(cfg.agent, tm) if preemptive else tiny_env(cfg.agent, tm, jobs=3)
+    tr = Trainer(cfg, tmp_path, throughput=tm, envs=[env])
+    tr.draw_env()
+    ep = tr.run_rules_episode(env, "maifs")
+    assert ep is not None and ep.length >= 1
+    assert np.all(ep.dt >= 0) and np.isfinite(ep.logp).all()
+    assert np.all(
+        ep.mask[np.arange(ep.length)[:, None], np.arange(env.core.N)[None, :], ep.actions]
+    )
+    m = ep.metrics
+    wl = env.core.wl
+    assert wl is not None
+    total_jct_s = m["avg_jct_h"] * 3600.0 * wl.num_jobs
+    w = env.weights
+    want = -w.jobs * total_jct_s / env.z - w.makespan * m["makespan_h"]
+    assert ep.reward.sum() == pytest.approx(want, rel=1e-9)
+    assert ep.dt.sum() == pytest.approx(m["makespan_h"] * 3600.0)
+    tr.run()  # PPO on such episodes runs end to end
+    assert tr.ppo_steps >= 64

@@ -70,6 +70,7 @@ def env_settings(conf: AgentEnvConf) -> EnvSettings:
         advance="event",
         window_order=conf.window_order,
         preemptive=conf.preemptive,
+        evict_max=conf.evict_max,
     )
 
 

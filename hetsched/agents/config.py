@@ -39,6 +39,8 @@ class AgentEnvConf:
         window_order: Order of the candidate window (``arrival``, ``attained``, ``sjf`` or
             ``typed``; see :class:`hetsched.envs.spaces.EnvSettings`). Checkpoints saved
             before this field existed load with ``arrival``, the order they were trained with.
+        evict_max: With ``preemptive``, the most evictions per job and episode (null: no
+            limit; bounds what sampled exploration can cost).
         preemptive: Train and act in the preemptive env ``hetsched/ClusterPreempt-v0`` (one
             eviction action per resident slot; the network gets an eviction head). Checkpoints
             saved before this field existed load with false.
@@ -59,6 +61,7 @@ class AgentEnvConf:
     max_steps: int = 5000
     window_order: str = "arrival"
     preemptive: bool = False
+    evict_max: int | None = None
 
 
 @dataclass

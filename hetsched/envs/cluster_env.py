@@ -179,6 +179,8 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
             stays an agent whose only legal action is the no-op (``node_up`` feature 0).
         preemptive: Add the eviction actions (see above); ``hetsched/ClusterPreempt-v0``
             builds the env with ``preemptive=True``.
+        evict_max: With eviction actions, the most times one job may be evicted per episode
+            (None: no limit).
     """
 
     metadata: dict[str, Any] = {
@@ -212,6 +214,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         render_mode: str | None = None,
         failures: FailureSpec | Mapping[str, Any] | None = None,
         preemptive: bool = False,
+        evict_max: int | None = None,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
@@ -233,6 +236,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
             max_time_s=max_time_s,
             validate_allocations=validate_allocations,
             preemptive=preemptive,
+            evict_max=evict_max,
         )
         self.max_cycles = self.settings.max_cycles
         tm = resolve_throughput(throughput)

@@ -36,7 +36,8 @@ never interact (an agent claims one job per step, so nodes are disjoint). For on
 **Evictions** (``EnvSettings.preemptive``). Actions ``A_p .. A_p + R - 1`` after the ``A_p``
 placement actions evict the job in resident slot ``r`` of the agent's node. Legal iff the slot
 holds a job that was running when the round started (not one placed this round), the node is up
-and some job waits in the window. In a decision step the claims are resolved first (against the
+and some job waits in the window (and, with ``evict_max``, the job was evicted fewer times
+than that this episode). In a decision step the claims are resolved first (against the
 window the agents saw), then the evictions: the job's entries leave every node that holds it,
 their resources are free for the next decision step, and the job rejoins the waiting queue in
 its window order (it may be placed again this round). A step that evicts counts as acting, so
@@ -235,6 +236,7 @@ class EnvCore:
             self._progress_w = np.where(best > 0, wl.req_gpus / np.where(best > 0, best, 1.0), 0.0)
             self._phi = float(self.sim.remaining @ self._progress_w)
         self._placed = np.zeros(self.J, dtype=bool)
+        self._evicted_n = np.zeros(self.J, dtype=np.int64)  # evictions per job (evict_max)
         self._n_done = 0
         self._admitted = 0
         self.stalled = False
@@ -417,8 +419,12 @@ class EnvCore:
 
     def _evict_mask(self) -> NDArray[np.int8]:
         """Legal evictions, shape (N, R) int8 (see the module docstring)."""
-        m = self._evictable() >= 0
+        ent = self._evictable()
+        m = ent >= 0
         m &= self.node_up[:, None]
+        cap = self.cfg.evict_max
+        if cap is not None and m.any():  # the job's allowance is spent
+            m &= self._evicted_n[self._cur.job[np.where(m, ent, 0)]] < cap
         if not self.slot_ok.any():  # nothing waits: an eviction could only idle GPUs
             m[:] = False
         return m.astype(np.int8)
@@ -456,6 +462,7 @@ class EnvCore:
         """Evict the jobs in ``slots`` of ``agents`` (legal, distinct agents); jobs evicted."""
         entries = self._evictable()[agents, slots]
         jobs = np.unique(self._cur.job[entries])
+        self._evicted_n[jobs] += 1
         self.release_entries(np.isin(self._cur.job, jobs))
         pend = np.concatenate([self.pending, jobs])
         self.pending = self._in_window_order(np.sort(pend))

@@ -208,6 +208,8 @@ class EnvSettings:
             slot's running job off the cluster while jobs wait (a gang leaves all its nodes).
             The job rejoins the waiting queue at once with its progress; the engine charges
             its restart delay when it runs again.
+        evict_max: With ``preemptive``, a job may be evicted at most this many times per
+            episode (its eviction actions are masked after that); None: no limit.
     """
 
     window: int = 8
@@ -224,8 +226,13 @@ class EnvSettings:
     max_time_s: float | None = None
     validate_allocations: bool = False
     preemptive: bool = False
+    evict_max: int | None = None
 
     def __post_init__(self) -> None:
+        em = self.evict_max
+        if em is not None and (isinstance(em, bool) or int(em) != em or int(em) < 0):
+            raise ValueError(f"evict_max={em!r} must be an integer >= 0 or None (no limit)")
+        object.__setattr__(self, "evict_max", None if em is None else int(em))
         if not isinstance(self.preemptive, bool | np.bool_):
             raise ValueError(f"preemptive={self.preemptive!r} must be true or false")
         object.__setattr__(self, "preemptive", bool(self.preemptive))

@@ -157,3 +157,22 @@ def test_central_env_refuses_preemptive_with_a_pointer() -> None:
     with pytest.raises(ValueError, match="use the multi-agent hetsched/ClusterPreempt-v0"):
         tiny_central(jobs([4]), preemptive=True)
     assert tiny_central(jobs([4]), preemptive=False).action_space.n > 1  # type: ignore[attr-defined]
+
+
+def test_evict_max_masks_a_job_whose_allowance_is_spent() -> None:
+    wl = jobs([4, 4, 4, 4], arrival=[0.0, 0.0, 120.0, 600.0], seconds=3600.0)
+    wl.work[2] = wl.work[2] / 36.0  # j2: 100 s alone
+    env = tiny_env(wl, preemptive=True, advance="event", window=3, evict_max=1)
+    env.reset(seed=0)
+    env.step(act(env, node_0=1, node_1=2))  # j0 on node_0, j1 on node_1; j2 arrives at 120
+    env.step(act(env, node_0=_evict(env)))  # j0 evicted once
+    env.step(act(env, node_0=2))  # j2 takes node_0
+    while env.core.sim is not None and env.core.sim.time < 600.0:
+        env.step(_last_placement(env))  # j2 ends, j0 comes back to node_0; then j3 arrives
+    alloc = env.core.round_allocation()
+    assert alloc.node[alloc.job == 0].tolist() == [0] and 3 in env.core.window.tolist()
+    m = env.action_masks()
+    assert m[0, _evict(env)] == 0  # j0 was evicted once: its allowance is spent
+    assert m[1, _evict(env)] == 1  # j1 was never evicted
+    with pytest.raises(ValueError, match="evict_max=-1 must be an integer >= 0"):
+        EnvSettings(evict_max=-1)

@@ -10,8 +10,9 @@ one class (:data:`REASONS`) by what ran on the job's fastest allowed GPU type at
   after the round (the actor or a rule chose a slower type).
 * ``victim``: elsewhere, while a job that had run on the fastest type since an earlier round
   was a victim the preemption rules accept by its kind: on one node (with ``preempt_gangs``,
-  or a gang on the fewest nodes that hold it), not placed by the makespan guard, preempted fewer times than the rules allow it (``preempt_max``, plus one per
-  ``preempt_every_s`` seconds it has held GPUs), and with more than ``preempt_ratio`` times the
+  or a gang on the fewest nodes that hold it), not placed by the makespan guard, preempted
+  fewer times than the rules allow it (``preempt_max``, plus one per ``preempt_every_s``
+  seconds it has held GPUs), and with more than ``preempt_ratio`` times the
   starting job's run time there left (isolated rates). Room and memory are not checked, so
   this is an upper bound on what preemption could have done.
 * ``protected``: elsewhere; some job on the fastest type had that much time left, but each such

@@ -78,7 +78,12 @@ from tqdm.auto import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hetsched.agents.config import CONFLICT_MODES, MAIFSSchedulerConf  # noqa: E402
+from hetsched.agents.config import (  # noqa: E402
+    CONFLICT_MODES,
+    MAIFS_RULES,
+    MAIFSSchedulerConf,
+    preset_rules,
+)
 from hetsched.agents.policy import (  # noqa: E402
     ACTORS,
     SHRINK_ORDERS,
@@ -90,7 +95,6 @@ from hetsched.envs.presets import (  # noqa: E402
     resolve_cluster,
     resolve_workload,
     scheduler_factory,
-    scheduler_node,
 )
 from hetsched.envs.spaces import WINDOW_ORDERS  # noqa: E402
 from hetsched.evaluation import atomic_write_text, evaluate  # noqa: E402
@@ -225,20 +229,12 @@ def at_or_below(rows: Sequence[Mapping[str, Any]], baseline: str) -> dict[str, l
     return out
 
 
-#: The rule settings of :class:`MAIFSPolicy` (the rule flags' names): the fields of the
-#: ``scheduler=maifs`` schema but those naming the checkpoint and how it acts.
-RULES: tuple[str, ...] = tuple(
-    f.name
-    for f in fields(MAIFSSchedulerConf)
-    if f.name not in ("_target_", "checkpoint", "ensemble", "greedy", "conflict")
+#: The rule settings of :class:`MAIFSPolicy` (the rule flags' names).
+RULES: tuple[str, ...] = MAIFS_RULES
+#: Those a null value turns off (``--rules-off``): the schema's optional ones.
+OFFABLE: tuple[str, ...] = tuple(
+    f.name for f in fields(MAIFSSchedulerConf) if f.name in RULES and "None" in str(f.type)
 )
-
-
-def preset_rules(name: str = "maifs") -> dict[str, Any]:
-    """The rule settings of the scheduler preset ``conf/scheduler/<name>.yaml`` (composed as
-    ``evaluate.py`` composes it), by the names in :data:`RULES`."""
-    node = scheduler_node(name)
-    return {k: node[k] for k in RULES}
 
 
 def score_vs(rows: Sequence[Mapping[str, Any]], baseline: str) -> dict[str, float]:
@@ -490,10 +486,10 @@ def parse_args(
         "--rules-off",
         nargs="+",
         default=[],
-        choices=RULES,
+        choices=OFFABLE,
         metavar="RULE",
         help="turn these rule settings off (null), e.g. --preset --rules-off preempt_ratio "
-        "preempt_fast: the preset without its own preemption",
+        f"preempt_fast: the preset without its own preemption; one of {', '.join(OFFABLE)}",
     )
     ap.add_argument(
         "--preset",
@@ -520,8 +516,6 @@ def main() -> None:
         ap.error(f"no such checkpoint file: {', '.join(missing)}")
     rules: dict[str, Any] = {k: getattr(args, k) for k in RULES}
     for k in args.rules_off:
-        if isinstance(rules[k], bool):
-            ap.error(f"--rules-off {k}: a switch; leave out its flag to keep it off")
         rules[k] = None
     rules["ensemble"] = [str(p) for p in args.members]  # [] = each checkpoint alone
     if args.conflict is not None:

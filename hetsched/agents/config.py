@@ -7,7 +7,7 @@ puts the schemas into Hydra's ConfigStore; :func:`hetsched.config.register_confi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
@@ -386,6 +386,28 @@ class TeacherSchedulerConf:
     fungible: bool = True
     long_s: float = 10800.0
     round_s: float = 60.0
+
+
+#: The rule settings of :class:`~hetsched.agents.policy.MAIFSPolicy`: the fields of the
+#: ``scheduler=maifs`` schema but those naming the checkpoint and how it acts.
+MAIFS_RULES: tuple[str, ...] = tuple(
+    f.name
+    for f in fields(MAIFSSchedulerConf)
+    if f.name not in ("_target_", "checkpoint", "ensemble", "greedy", "conflict")
+)
+
+
+def preset_rules(name: str = "maifs") -> dict[str, Any]:
+    """The rule settings of the scheduler preset ``conf/scheduler/<name>.yaml`` (composed as
+    ``scripts/evaluate.py`` composes it), by the names in :data:`MAIFS_RULES`.
+
+    Raises:
+        ValueError: If there is no such preset; the message lists those there are.
+    """
+    from hetsched.envs.presets import scheduler_node
+
+    node = scheduler_node(name)
+    return {k: node[k] for k in MAIFS_RULES}
 
 
 def register_agent_configs() -> None:

@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from hetsched.envs.cluster_env import reward_parts
-from hetsched.envs.core import EnvCore, StepStats
+from hetsched.envs.core import EnvCore
 from hetsched.envs.features import build_job_table
 from hetsched.envs.presets import WorkloadFactory
 from hetsched.envs.spaces import EnvSettings
@@ -107,15 +107,7 @@ class TeamEnv:
         core = self.core
         assert core.sim is not None
         t0 = core.sim.time
-        stats = StepStats()
-        core.take_pending_stats(stats)
-        res, placed = core.resolve_claims(actions)
-        stats.placed = placed
-        stats.invalid = int(res.invalid.sum())
-        stats.conflicts = int(res.conflict.sum())
-        stats.gang_failed = int(res.gang_failed.sum())
-        stats.evicted = res.evicted_jobs
-        core.end_decision(placed > 0 or res.evicted_jobs > 0, stats)
+        _, stats = core.decision_step_of(actions)
         self.steps += 1
         parts = reward_parts(stats, self.weights, self.z)
         done = core.done or core.stalled or self.steps >= self.max_steps
@@ -124,7 +116,7 @@ class TeamEnv:
             parts=parts,
             dt_s=float(core.sim.time - t0),
             done=bool(done),
-            placed=placed,
+            placed=stats.placed,
             conflicts=stats.conflicts + stats.gang_failed,
         )
 

@@ -29,7 +29,7 @@ import math
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +50,7 @@ from hetsched.agents.agent import (
     net_dims,
     save_checkpoint,
 )
-from hetsched.agents.config import CurriculumItem, MAIFSSchedulerConf, TrainConfig
+from hetsched.agents.config import CurriculumItem, TrainConfig, preset_rules
 from hetsched.agents.driver import TeamEnv
 from hetsched.agents.network import EVICT_HEAD
 from hetsched.agents.teacher import SJFTeacher
@@ -60,7 +60,6 @@ from hetsched.envs.presets import (
     resolve_cluster,
     resolve_workload,
     scheduler_factory,
-    scheduler_node,
 )
 from hetsched.sim.cluster import Cluster
 from hetsched.sim.metrics import compute_metrics
@@ -401,10 +400,7 @@ class Trainer:
         core = env.core
         assert core.wl is not None
         wl, cl = core.wl, core.cluster
-        node = scheduler_node(preset)
-        skip = {"_target_", "checkpoint", "ensemble", "greedy", "conflict"}
-        rules = {f.name: node[f.name] for f in fields(MAIFSSchedulerConf) if f.name not in skip}
-        pol = MAIFSPolicy(net=(self.net, self.conf), greedy=False, **rules)
+        pol = MAIFSPolicy(net=(self.net, self.conf), greedy=False, **preset_rules(preset))
         pol.reset(cl, wl, core.tm, np.random.default_rng(int(self.rng.integers(2**62))))
         acting = pol.actor
         assert isinstance(acting, Acting)  # the network actor (MAIFSPolicy.reset)
@@ -711,7 +707,7 @@ class Trainer:
                 {
                     "avg_jct_h": float(np.mean([m["avg_jct_h"] for m in fin])),
                     "makespan_h": float(np.mean([m["makespan_h"] for m in fin])),
-                    "restarts": float(np.mean([m.get("restarts", 0.0) for m in fin])),
+                    "restarts": float(np.mean([m["restarts"] for m in fin])),
                 },
             )
 

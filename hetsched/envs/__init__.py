@@ -20,6 +20,7 @@ from typing import Any
 import gymnasium
 import pettingzoo
 
+from hetsched.envs import cluster_env
 from hetsched.envs.central_env import ClusterCentralEnv
 from hetsched.envs.cluster_env import (
     INFO_KEYS,
@@ -69,9 +70,10 @@ def make_parallel(env_id: str = "hetsched/Cluster-v0", **kwargs: Any) -> Cluster
     if mk is not None:
         out = mk("parallel", env_id, **kwargs)
         return out
-    return (
-        preempt_parallel_env(**kwargs) if env_id.endswith("Preempt-v0") else parallel_env(**kwargs)
-    )
+    factory = getattr(cluster_env, _PARALLEL_ENTRIES[env_id][0])
+    out = factory(**kwargs)
+    assert isinstance(out, ClusterParallelEnv)
+    return out
 
 
 register_envs()

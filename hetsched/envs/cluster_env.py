@@ -326,16 +326,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         """Apply one decision step of every agent (see the class docstring)."""
         if not self.agents:
             return {}, {}, {}, {}, {}
-        a = self._parse_actions(actions)
-        stats = StepStats()
-        self.core.take_pending_stats(stats)
-        res, placed = self.core.resolve_claims(a)
-        stats.placed = placed
-        stats.invalid = int(res.invalid.sum())
-        stats.conflicts = int(res.conflict.sum())
-        stats.gang_failed = int(res.gang_failed.sum())
-        stats.evicted = res.evicted_jobs
-        self.core.end_decision(placed > 0 or res.evicted_jobs > 0, stats)
+        res, stats = self.core.decision_step_of(self._parse_actions(actions))
         return self._finish_step(stats, res)
 
     def step_allocation(

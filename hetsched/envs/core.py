@@ -2,9 +2,9 @@
 
 A *scheduling round* starts at a simulator round boundary. Running jobs keep their placement
 unless an agent evicts them (only with ``EnvSettings.preemptive``, see "Evictions" below; a
-fixed policy that preempts uses the allocation path, see :meth:`EnvCore.apply_allocation`). During the round the agents take one or more *decision
-steps*; each step places jobs from the candidate window onto free resources, building the
-round's allocation. The round's simulated time then advances (``Simulator.advance`` with the
+fixed policy that preempts uses the allocation path, see :meth:`EnvCore.apply_allocation`).
+During the round the agents take one or more *decision steps*; each step places jobs from the
+candidate window onto free resources, building the round's allocation. The round's simulated time then advances (``Simulator.advance`` with the
 running jobs plus everything placed) when
 
 * a decision step placed nothing (every agent passed, or every claim was invalid or lost), or
@@ -136,6 +136,20 @@ def fill_gang(
     g = cap[:cnt].copy()
     g[-1] -= int(cum[cnt - 1] - G)
     return use_all[:cnt], g
+
+
+def slot_ranks(
+    nodes: NDArray[np.int64],
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+    """Resident-slot order of allocation entries: ``(order, node, rank)``, each shape (E,).
+
+    ``order`` sorts the entries by node, stably (a node's entries keep their allocation
+    order); ``node`` and ``rank`` are each sorted entry's node and its index among that
+    node's entries, i.e. its resident slot when ``rank < R``.
+    """
+    order = np.argsort(nodes, kind="stable")
+    ns = nodes[order]
+    return order, ns, np.arange(ns.shape[0]) - np.searchsorted(ns, ns, side="left")
 
 
 def is_spread(cluster: Cluster, nodes: NDArray[np.int64], G: int) -> bool:
@@ -409,9 +423,7 @@ class EnvCore:
             out = np.full((self.N, R), -1, dtype=np.int64)
             cur = self._cur
             if cur.size:
-                order = np.argsort(cur.node, kind="stable")
-                ns = cur.node[order]
-                rank = np.arange(ns.shape[0]) - np.searchsorted(ns, ns, side="left")
+                order, ns, rank = slot_ranks(cur.node)
                 keep = rank < R
                 out[ns[keep], rank[keep]] = order[keep]
             self._evict_map = out
@@ -695,6 +707,31 @@ class EnvCore:
             return None
         return use, g
 
+    def decision_step_of(self, actions: NDArray[np.int64]) -> tuple[ClaimResult, StepStats]:
+        """One decision step of per-node actions, as every multi-agent env takes it.
+
+        Resolves the claims and evictions (:meth:`resolve_claims`), counts them into a fresh
+        :class:`StepStats` (with what happened since the last step, e.g. during reset) and
+        closes the step (:meth:`end_decision`: a step that placed or evicted keeps the round
+        going).
+
+        Args:
+            actions: One flat action per node, shape (N,).
+
+        Returns:
+            The per-agent outcome and the step's counts and reward inputs.
+        """
+        stats = StepStats()
+        self.take_pending_stats(stats)
+        res, placed = self.resolve_claims(actions)
+        stats.placed = placed
+        stats.invalid = int(res.invalid.sum())
+        stats.conflicts = int(res.conflict.sum())
+        stats.gang_failed = int(res.gang_failed.sum())
+        stats.evicted = res.evicted_jobs
+        self.end_decision(placed > 0 or res.evicted_jobs > 0, stats)
+        return res, stats
+
     def resolve_claims(self, actions: NDArray[np.int64]) -> tuple[ClaimResult, int]:
         """Resolve one decision step of per-node actions (see the module docstring).
 
@@ -888,9 +925,7 @@ class EnvCore:
                 f.node_cpus, f.node_mem, out,
             )  # fmt: skip
         elif a.size:
-            order = np.argsort(a.node, kind="stable")
-            ns = a.node[order]
-            rank = np.arange(ns.shape[0]) - np.searchsorted(ns, ns, side="left")
+            order, ns, rank = slot_ranks(a.node)
             keep = rank < self.cfg.resident_slots
             e = order[keep]
             new = e >= self._cur.size  # placed during this round

@@ -365,7 +365,8 @@ def test_clusters_and_rules_off_reach_the_scoring(
     with pytest.raises(SystemExit):
         mod.main()  # type: ignore[attr-defined]
     assert "--clusters nowhere: no chosen set runs on it" in capsys.readouterr().err
-    monkeypatch.setattr("sys.argv", [*argv, "--rules-off", "keep_memory"])
+    monkeypatch.setattr("sys.argv", [*argv, "--rules-off", "keep_memory"])  # a switch
     with pytest.raises(SystemExit):
         mod.main()  # type: ignore[attr-defined]
-    assert "--rules-off keep_memory: a switch" in capsys.readouterr().err
+    assert "invalid choice: 'keep_memory'" in capsys.readouterr().err
+    assert "preempt_max" not in mod.OFFABLE and "keep_memory" not in mod.OFFABLE  # type: ignore[attr-defined]

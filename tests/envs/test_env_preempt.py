@@ -176,3 +176,14 @@ def test_evict_max_masks_a_job_whose_allowance_is_spent() -> None:
     assert m[1, _evict(env)] == 1  # j1 was never evicted
     with pytest.raises(ValueError, match="evict_max=-1 must be an integer >= 0"):
         EnvSettings(evict_max=-1)
+
+
+def test_make_parallel_builds_each_id_without_pettingzoo_make(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(pettingzoo, "make", None)  # an older PettingZoo: the plain factories
+    kw = small_env_kwargs()
+    assert not make_parallel("hetsched/Cluster-v0", **kw).settings.preemptive
+    assert make_parallel("hetsched/ClusterPreempt-v0", **kw).settings.preemptive
+    with pytest.raises(ValueError, match="unknown parallel env id"):
+        make_parallel("hetsched/Nope-v0", **kw)

@@ -80,11 +80,17 @@ class NetConf:
 
 @dataclass
 class TeacherConf:
-    """:class:`hetsched.agents.teacher.SJFTeacher` (behaviour-cloning warm start)."""
+    """:class:`hetsched.agents.teacher.SJFTeacher` (behaviour-cloning warm start).
+
+    ``evict_ratio`` and ``evict_wait_s`` label evictions in the preemptive env (the teacher's
+    step 4; null: the teacher never evicts).
+    """
 
     order: str = "sjf"
     min_rel_rate: float = 0.5
     long_s: float = 10800.0
+    evict_ratio: float | None = None
+    evict_wait_s: float = 7200.0
 
 
 @dataclass
@@ -102,6 +108,11 @@ class BCConf:
         value_coef: Weight of the critic's regression on the teacher's returns.
         long_weight: Loss weight of agents whose teacher action claims a long job (the rare
             makespan-critical decisions; see :meth:`Trainer._label_weights`).
+        evict_only: Clone only the teacher's eviction decisions (preemptive env; e.g. to warm
+            up a new eviction head on a trained placement network): each agent with a legal
+            eviction is fit to "evict this slot" or "do not evict" (the total probability of
+            its placement actions and the no-op); which placement it makes is not cloned.
+        anchor: Weight of the placement anchor (:attr:`PPOConf.anchor`) during cloning.
     """
 
     episodes: int = 24
@@ -113,6 +124,8 @@ class BCConf:
     batch: int = 64
     value_coef: float = 0.5
     long_weight: float = 1.0
+    evict_only: bool = False
+    anchor: float = 0.0
 
 
 @dataclass
@@ -138,6 +151,11 @@ class PPOConf:
             :class:`~hetsched.agents.policy.MAIFSPolicy` (that preset's rules, this network
             sampling) and records the network's decision steps, so the agents learn what the
             rules leave to them. Null (default): the bare env, as before.
+        anchor: Weight of a KL penalty ``KL(ref || net)`` between the placement choices (the
+            no-op and the claims, renormalised without the evictions) of a frozen reference
+            network, the ``init=`` checkpoint, and of the trained one, averaged over the agents
+            with a legal claim. It keeps a trained placement policy from drifting while a new
+            eviction head learns. 0 (default): off; above 0 needs ``init=``.
     """
 
     env_steps: int = 20_000
@@ -154,6 +172,7 @@ class PPOConf:
     max_grad_norm: float = 0.5
     attn_reg: float = 1e-3
     rules_preset: str | None = None
+    anchor: float = 0.0
 
 
 @dataclass

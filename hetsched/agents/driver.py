@@ -163,6 +163,7 @@ class StateCore(EnvCore):
         self.jt = build_job_table(workload, self.tm, self.cluster, self.cfg.levels)
         self._placed = np.zeros(self.J, dtype=bool)
         self._evicted_n = np.zeros(self.J, dtype=np.int64)  # per run, across rounds
+        self.evicted_this_round = np.zeros(self.J, dtype=bool)
 
     def begin(self, state: SimState) -> None:
         """Start a round from ``state`` (the policy's ``decide`` input)."""
@@ -172,10 +173,6 @@ class StateCore(EnvCore):
         self._n_done = int((state.status == DONE).sum())
         self._admitted = int(np.searchsorted(self.wl.arrival, state.time, side="right"))
         self._start_round()
-
-    def running(self) -> Allocation:
-        """Entries of the jobs that were running before this round and still hold resources."""
-        return self._cur
 
     def release(self, jobs: NDArray[np.int64]) -> None:
         """Preempt running jobs: drop their entries from this round and free their resources.

@@ -18,6 +18,17 @@ Rule, at every decision step:
    best fit (fewest free GPUs) then the lowest index. A long job whose best free rate is below
    ``min_rel_rate`` times its best rate anywhere in the cluster waits for a faster GPU. A job no node can host alone is claimed by every free legal node of the GPU type
    with the most free capacity (the env fills the gang).
+4. Evictions (only in the preemptive env ``hetsched/ClusterPreempt-v0``, with ``evict_ratio``
+   set; the preset's rule "preemption for short jobs" written in the env's actions): shortest
+   first, each window job that has waited ``evict_wait_s`` and fits on no node at its request
+   (and was not claimed in step 3) takes one victim: a job held on one node, whose eviction is
+   legal there, that node having no action yet, whose estimated remaining time (isolated rate
+   where it runs) is more than ``evict_ratio`` times the waiting job's run time on that node's
+   GPU type, and whose release gives the waiting job room there (GPUs, CPU and memory at its
+   request, an allowed GPU type). Of several: the fewest GPUs, then the longest remaining
+   time, then the lowest node index. The freed node is offered to the queue at the next
+   decision step, where step 3 places the waiting job; a job evicted this round is not placed
+   again before the next round (with ``evict_ratio`` set, steps 1-3 skip it).
 """
 
 from __future__ import annotations
@@ -43,6 +54,9 @@ class SJFTeacher:
         min_rel_rate: A job waits rather than run below this fraction of its best rate.
         fungible: Use the CPU levels (False: every job at its requested 1.0 levels).
         long_s: Jobs whose estimated time exceeds this (s) go first and wait for a fast GPU.
+        evict_ratio: Evict for a waiting job a running one with this many times its run time
+            left (module docstring, step 4; preemptive env only). None: never evict.
+        evict_wait_s: Waiting time (s) after which a job may have a victim evicted for it.
     """
 
     def __init__(
@@ -51,6 +65,8 @@ class SJFTeacher:
         min_rel_rate: float = 0.5,
         fungible: bool = True,
         long_s: float = 3 * 3600.0,
+        evict_ratio: float | None = None,
+        evict_wait_s: float = 2 * 3600.0,
     ) -> None:
         if order not in ("sjf", "arrival"):
             raise ValueError(f"order={order!r} must be 'sjf' or 'arrival'")
@@ -60,12 +76,22 @@ class SJFTeacher:
         self.min_rel_rate = float(min_rel_rate)
         self.fungible = fungible
         self.long_s = float(long_s)
+        if evict_ratio is not None and not evict_ratio > 0.0:
+            raise ValueError(
+                f"evict_ratio={evict_ratio!r} must be positive (or None: no evictions)"
+            )
+        if not evict_wait_s >= 0.0:
+            raise ValueError(f"evict_wait_s={evict_wait_s!r} must be >= 0 seconds")
+        self.evict_ratio = None if evict_ratio is None else float(evict_ratio)
+        self.evict_wait_s = float(evict_wait_s)
 
     @classmethod
     def for_agent(cls, conf: MAIFSAgentConf) -> SJFTeacher:
         """The teacher an agent config clones: its ``teacher`` settings, ``env.fungible``."""
         t = conf.teacher
-        return cls(t.order, t.min_rel_rate, conf.env.fungible, t.long_s)
+        return cls(
+            t.order, t.min_rel_rate, conf.env.fungible, t.long_s, t.evict_ratio, t.evict_wait_s
+        )
 
     def rates(self, core: EnvCore) -> tuple[F64, NDArray[np.int64]]:
         """Rate of each (node, slot) at its best CPU level and that level.
@@ -101,8 +127,16 @@ class SJFTeacher:
         assert core.sim is not None and core.jt is not None and core.wl is not None
         N = core.N
         actions = np.zeros(N, dtype=np.int64)
-        if not core.any_legal:
-            return actions
+        if core.any_legal:
+            self._place(core, actions)
+        if self.evict_ratio is not None and core.cfg.preemptive and core.any_evictable:
+            self._evict(core, actions, self.evict_ratio)
+        return actions
+
+    def _place(self, core: EnvCore, actions: NDArray[np.int64]) -> None:
+        """Steps 1-3 of the module docstring: claims written into ``actions`` (N,)."""
+        assert core.sim is not None and core.jt is not None and core.wl is not None
+        N = core.N
         g1, c1, m1 = core.cfg.levels.one_index
         rate, lvl = self.rates(core)
         w = np.where(core.slot_ok, core.window, 0)
@@ -111,6 +145,8 @@ class SJFTeacher:
         top = rate.max(axis=0)
         est = np.where(top > 0, rem / np.where(top > 0, top, 1.0), np.inf)
         slots = np.flatnonzero(core.slot_ok)
+        if self.evict_ratio is not None and core.cfg.preemptive:  # evicted: wait a round
+            slots = slots[~core.evicted_this_round[w[slots]]]
         long = est > self.long_s
         if self.order == "sjf":
             key = np.where(long, -est, est)  # long jobs first (makespan), then shortest first
@@ -138,4 +174,62 @@ class SJFTeacher:
             members = np.flatnonzero(gang & (nt == t))
             actions[members] = int(core.codec.encode(k, g1, c1, m1))
             taken[members] = True
-        return actions
+
+    def _evict(self, core: EnvCore, actions: NDArray[np.int64], ratio: float) -> None:
+        """Step 4 of the module docstring: evictions written into ``actions`` (N,) of the
+        agents that have no claim."""
+        assert core.sim is not None and core.jt is not None and core.wl is not None
+        wl, jt, tm, cl = core.wl, core.jt, core.tm, core.cluster
+        g1, c1, m1 = core.cfg.levels.one_index
+        free = actions == 0
+        legal_ev = core.ma.mask[:, core.n_place :].astype(bool) & free[:, None]  # (N, R)
+        if not legal_ev.any():
+            return
+        w = np.where(core.slot_ok, core.window, 0)
+        claimed = np.zeros(core.K, dtype=bool)
+        if (~free).any():
+            claimed[core.codec.decode(actions[~free])[0]] = True
+        waited = core.sim.time - wl.arrival[w]
+        fits = core.ma.legal[:, :, g1, c1, m1].any(axis=0)  # (K,) alone or as a gang
+        cand = core.slot_ok & ~claimed & ~fits & (waited >= self.evict_wait_s)
+        if not cand.any():
+            return
+        cur = core.running()
+        ns, rs = np.nonzero(legal_ev)
+        e = core.resident_entries()[ns, rs]
+        vj = cur.job[e]
+        one_node = np.bincount(cur.job, minlength=core.J)[vj] == 1  # gangs are not victims
+        ns, rs, e, vj = ns[one_node], rs[one_node], e[one_node], vj[one_node]
+        if ns.size == 0:
+            return
+        vt = cl.node_type[ns]
+        v_rate = tm.isolated(wl.model[vj], vt, cur.gpus[e], False)
+        v_rem = np.full(vj.shape, np.nan)  # NaN compares False: never a victim
+        np.divide(core.sim.remaining[vj], v_rate, out=v_rem, where=v_rate > 0)
+        cpg, mpg, mem_ok = core.features.window_amounts(
+            jt, wl, core.window, core.slot_ok, core.node_up
+        )
+        used = np.zeros(core.N, dtype=bool)
+        ks = np.flatnonzero(cand)
+        for k in ks[np.argsort(core.est_run_s(w[ks]), kind="stable")].tolist():
+            j = int(w[k])
+            G = int(jt.gpu_count[j, g1])
+            rate = tm.isolated(wl.model[j], vt, np.full(vt.shape, G), False)  # (V,)
+            t_w = np.full(vt.shape, np.inf)
+            np.divide(core.sim.remaining[j], rate, out=t_w, where=rate > 0)
+            ok = (
+                ~used[ns]
+                & wl.allowed_types[j][vt]
+                & mem_ok[ns, k, m1]
+                & (core.free_g[ns] + cur.gpus[e] >= G)
+                & (core.free_c[ns] + cur.cpus[e] >= cpg[ns, k, c1] * G - 1e-9)
+                & (core.free_m[ns] + cur.mem[e] >= mpg[ns, k, m1] * G - 1e-9)
+                & (v_rem > ratio * t_w)
+            )
+            if not ok.any():
+                continue
+            c = np.flatnonzero(ok)
+            c = c[np.lexsort((ns[c], -v_rem[c], cur.gpus[e][c]))[0]]
+            n = int(ns[c])
+            actions[n] = core.n_place + int(rs[c])
+            used[n] = True  # one action per node (and so one victim: it is on this node)

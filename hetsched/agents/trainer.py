@@ -5,12 +5,18 @@ The loop (:meth:`Trainer.run`) reads top to bottom:
 1. **Behaviour cloning** (phase ``"bc"``): the teacher (:mod:`hetsched.agents.teacher`) acts in
    the training env on episodes drawn from the curriculum; the actor is fit to its actions
    (cross-entropy over each agent's masked logits) and the critic to its discounted returns.
+   With ``bc.evict_only`` (preemptive env) only the teacher's eviction decisions are cloned: an
+   agent that could evict is fit to "evict slot r" or "do not evict" (the summed probability of
+   its placement actions), so a new eviction head learns on a trained placement network.
 2. **MAPPO** (phase ``"ppo"``), repeated until ``ppo.env_steps``:
    collect whole episodes with sampled actions (ordered decisions along the coordination graph,
    :mod:`hetsched.agents.coordination`) until ``rollout_steps``; GAE with semi-MDP discounting
    ``gamma ** (dt / gamma_ref_s)`` on the team reward; ``epochs`` passes of minibatches with the
    per-agent clipped surrogate (shared team advantage), the centralised critic's Huber loss, an
-   entropy bonus and the attention-logit L2 penalty; gradient-norm clipping.
+   entropy bonus and the attention-logit L2 penalty; gradient-norm clipping. With
+   ``ppo.anchor`` (and ``bc.anchor`` in phase 1) a KL penalty keeps the placement choice near
+   the ``init=`` network's (a frozen reference), so that the placements do not drift while an
+   eviction head learns.
 3. Every ``eval.every`` env steps: greedy evaluation through the same runner as every scheduler
    (:func:`hetsched.evaluation.evaluate`) on a validation window, beside a fixed baseline; the
    best checkpoint so far is ``best.pt``. Every ``checkpoint_every`` steps: ``{step}.pt``.
@@ -52,7 +58,7 @@ from hetsched.agents.agent import (
 )
 from hetsched.agents.config import CurriculumItem, TrainConfig, preset_rules
 from hetsched.agents.driver import TeamEnv
-from hetsched.agents.network import EVICT_HEAD
+from hetsched.agents.network import EVICT_HEAD, MAIFSNet
 from hetsched.agents.teacher import SJFTeacher
 from hetsched.envs.core import EnvCore
 from hetsched.envs.presets import (
@@ -90,6 +96,19 @@ class Episode:
     def length(self) -> int:
         """Steps T."""
         return int(self.reward.shape[0])
+
+
+@dataclass
+class _Fwd:
+    """The network's outputs on a minibatch (B steps, N agents, A actions)."""
+
+    taken: torch.Tensor  # (B, N) log-probs of the recorded actions
+    ent: torch.Tensor  # (B, N) entropies
+    value: torch.Tensor  # (B,) critic values
+    active: torch.Tensor  # (B, N) 1.0 where the agent had a legal non-no-op action
+    reg: torch.Tensor  # () attention-logit L2
+    lp: torch.Tensor  # (B, N, A) log-probs of every action
+    anchor: torch.Tensor  # () placement anchor KL (0 without a reference network)
 
 
 def discounts(dt: NDArray[np.float64], gamma: float, ref_s: float) -> NDArray[np.float64]:
@@ -216,26 +235,43 @@ class Trainer:
         self.writer: Any = None
         if self.conf.eval.every > 0:
             self._baseline_factory()  # an unknown preset fails now, not after hours of training
+        if self.conf.bc.evict_only and not self.settings.preemptive:
+            raise ValueError(
+                "agent.bc.evict_only clones evictions; it needs agent.env.preemptive=true"
+            )
+        self.n_place = self.dims.num_actions - self.dims.evict_slots  # no-op + claims
+        self.ref_net: MAIFSNet | None = None
+        if self.conf.ppo.anchor > 0 or self.conf.bc.anchor > 0:
+            if not cfg.init:
+                raise ValueError(
+                    "agent.ppo.anchor / agent.bc.anchor keep the placements near a reference "
+                    "network: pass init=PATH (the reference), or set both anchors to 0"
+                )
+            self.ref_net = build_net(self.conf.net, self.dims)
+            self._init_from(Path(cfg.init), self.ref_net)  # loaded on resume too
+            self.ref_net.eval()
+            self.ref_net.requires_grad_(False)
         if cfg.init and not cfg.resume:
             self._init_from(Path(cfg.init))
         if cfg.resume:
             self._restore(Path(cfg.resume))
 
-    def _init_from(self, path: Path) -> None:
-        """Start from a checkpoint's weights (``init=PATH``).
+    def _init_from(self, path: Path, net: MAIFSNet | None = None) -> None:
+        """Load a checkpoint's weights into ``net`` (default: the trained network; ``init=PATH``).
 
         A checkpoint without eviction actions may start a preemptive run
         (``agent.env.preemptive=true``): every weight it has is loaded and the eviction head
         keeps its fresh initialisation (``agent.net.evict_bias`` sets how rarely it evicts at
         first). Any other difference of layout is a :class:`CheckpointError`.
         """
+        net = self.net if net is None else net
         ck = load_checkpoint(path, obs_dim=self.dims.obs_dim)
         fix = (
             "; init needs the same agent.net sizes (an eviction head may only be new, when a "
             "non-preemptive checkpoint starts a preemptive run)"
         )
         try:
-            missing, unexpected = self.net.load_state_dict(ck["model"], strict=False)
+            missing, unexpected = net.load_state_dict(ck["model"], strict=False)
         except RuntimeError as e:  # a tensor of another shape
             raise CheckpointError(
                 f"init={path} does not fit this network: {e}"[:1500] + fix
@@ -495,11 +531,8 @@ class Trainer:
         return out
 
     # ------------------------------------------------------------------ learning
-    def _forward(
-        self, ep: Episode, idx: NDArray[np.int64]
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Log-probs of the taken actions (B, N), entropies (B, N), values (B,), active (B, N),
-        attention L2."""
+    def _forward(self, ep: Episode, idx: NDArray[np.int64]) -> _Fwd:
+        """The network on steps ``idx`` of ``ep`` (see :class:`_Fwd`)."""
         obs = torch.from_numpy(ep.obs[idx]).float()
         mask = torch.from_numpy(ep.mask[idx])
         adj = torch.from_numpy(ep.adj[idx])
@@ -509,7 +542,33 @@ class Trainer:
         taken = lp.gather(2, act[..., None])[..., 0]
         ent = -(lp.exp() * lp).sum(dim=-1)
         active = mask[..., 1:].any(dim=-1).float()
-        return taken, ent, value, active, reg
+        anchor = self._anchor_kl(obs, mask, adj, logits)
+        return _Fwd(taken, ent, value, active, reg, lp, anchor)
+
+    def _anchor_kl(
+        self, obs: torch.Tensor, mask: torch.Tensor, adj: torch.Tensor, logits: torch.Tensor
+    ) -> torch.Tensor:
+        """``KL(ref || net)`` of the placement choice (no-op and claims, renormalised without
+        the evictions), averaged over the agents with a legal claim; 0 without a reference."""
+        if self.ref_net is None:
+            return torch.zeros(())
+        P = self.n_place
+        with torch.no_grad():
+            ref_logits, _, _ = self.ref_net(obs, mask, adj)
+            ref_lp = torch.log_softmax(ref_logits[..., :P], dim=-1)
+        cur_lp = torch.log_softmax(logits[..., :P], dim=-1)
+        m = mask[..., :P]
+        kl = torch.where(m, ref_lp.exp() * (ref_lp - cur_lp), torch.zeros(())).sum(dim=-1)
+        has = mask[..., 1:P].any(dim=-1).float()
+        return (kl * has).sum() / has.sum().clamp(min=1.0)
+
+    def _evict_ll(self, f: _Fwd, ep: Episode, idx: NDArray[np.int64]) -> torch.Tensor:
+        """Log-likelihood of the teacher's eviction decision per agent (B, N): ``log p(label)``
+        where it evicts, else ``log`` of the total probability of not evicting
+        (``bc.evict_only``)."""
+        act = torch.from_numpy(ep.actions[idx])
+        keep = torch.logsumexp(f.lp[..., : self.n_place], dim=-1)
+        return torch.where(act >= self.n_place, f.taken, keep)
 
     def behaviour_cloning(self) -> None:
         """DAgger: fit the actor to the teacher's actions and the critic to the returns.
@@ -540,13 +599,18 @@ class Trainer:
             self.net.train()
             for _ in range(b.epochs):
                 for ep, idx in self._minibatches(data, b.batch):
-                    taken, _, value, active, reg = self._forward(ep, idx)
+                    f = self._forward(ep, idx)
                     assert ep.ret is not None
                     ret = torch.from_numpy(ep.ret[idx]).float()
-                    wa = active * torch.from_numpy(ep.weight[idx])
-                    ce = -(taken * wa).sum() / wa.sum().clamp(min=1.0)
-                    vl = functional.smooth_l1_loss(value, ret)
-                    loss = ce + b.value_coef * vl + p.attn_reg * reg
+                    wa = torch.from_numpy(ep.weight[idx])
+                    if b.evict_only:  # agents that could evict: evict (which slot) or not
+                        wa = wa * torch.from_numpy(ep.mask[idx][..., self.n_place :].any(-1))
+                        ll = self._evict_ll(f, ep, idx)
+                    else:
+                        wa, ll = wa * f.active, f.taken
+                    ce = -(ll * wa).sum() / wa.sum().clamp(min=1.0)
+                    vl = functional.smooth_l1_loss(f.value, ret)
+                    loss = ce + b.value_coef * vl + p.attn_reg * f.reg + b.anchor * f.anchor
                     self.opt.zero_grad()
                     loss.backward()
                     torch.nn.utils.clip_grad_norm_(self.net.parameters(), 5.0)
@@ -554,7 +618,13 @@ class Trainer:
                     it += 1
                     if it % 20 == 0:
                         self.log_scalars(
-                            "train", {"bc_ce": ce.item(), "bc_value_loss": vl.item()}, it
+                            "train",
+                            {
+                                "bc_ce": ce.item(),
+                                "bc_value_loss": vl.item(),
+                                "anchor_kl": f.anchor.item(),
+                            },
+                            it,
                         )
             self.maybe_evaluate(force=True)
 
@@ -579,7 +649,8 @@ class Trainer:
         for _ in range(p.epochs):
             for ep, idx in self._minibatches(eps, p.batch):
                 assert ep.adv is not None and ep.ret is not None
-                taken, ent, value, active, reg = self._forward(ep, idx)
+                f = self._forward(ep, idx)
+                taken, ent, value, active, reg = f.taken, f.ent, f.value, f.active, f.reg
                 old = torch.from_numpy(ep.logp[idx])
                 adv = torch.from_numpy((ep.adv[idx] - mu) / sd).float()[:, None]
                 ret = torch.from_numpy(ep.ret[idx]).float()
@@ -590,6 +661,7 @@ class Trainer:
                 entropy = (ent * active).sum() / na
                 vl = functional.smooth_l1_loss(value, ret)
                 loss = pg + p.vf_coef * vl - p.ent_coef * entropy + p.attn_reg * reg
+                loss = loss + p.anchor * f.anchor
                 self.opt.zero_grad()
                 loss.backward()
                 gn = torch.nn.utils.clip_grad_norm_(self.net.parameters(), p.max_grad_norm)
@@ -605,6 +677,7 @@ class Trainer:
                     ("clip_frac", cf),
                     ("grad_norm", gn),
                     ("attn_l2", reg),
+                    ("anchor_kl", f.anchor),
                 ):
                     acc.setdefault(k, []).append(
                         float(v.detach()) if isinstance(v, torch.Tensor) else float(v)

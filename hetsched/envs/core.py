@@ -168,6 +168,11 @@ class EnvCore:
         failures: Node failures (:class:`~hetsched.sim.faults.FailureSpec`); each episode
             builds its schedule from a seed drawn from the episode's generator. A down node
             offers nothing: its agent only has the no-op.
+
+    Attributes:
+        evicted_this_round: Shape (J,) bool: the jobs an agent evicted in the current round
+            (preemptive envs only). They wait in the window and may be placed again; the
+            teacher (:mod:`hetsched.agents.teacher`) leaves them for the next round.
     """
 
     def __init__(
@@ -251,6 +256,7 @@ class EnvCore:
             self._phi = float(self.sim.remaining @ self._progress_w)
         self._placed = np.zeros(self.J, dtype=bool)
         self._evicted_n = np.zeros(self.J, dtype=np.int64)  # evictions per job (evict_max)
+        self.evicted_this_round = np.zeros(self.J, dtype=bool)  # (J,) see the class doc
         self._n_done = 0
         self._admitted = 0
         self.stalled = False
@@ -306,6 +312,8 @@ class EnvCore:
         self.pending = self._in_window_order(sim.pending_jobs())
         self.decision_step = 0
         self._evict_map = None
+        if self.cfg.preemptive:
+            self.evicted_this_round[:] = False
         self.refresh()
 
     def _in_window_order(self, pend: NDArray[np.int64]) -> NDArray[np.int64]:
@@ -429,6 +437,15 @@ class EnvCore:
             self._evict_map = out
         return self._evict_map
 
+    def running(self) -> Allocation:
+        """Entries of the jobs that were running before this round and still hold resources."""
+        return self._cur
+
+    def resident_entries(self) -> NDArray[np.int64]:
+        """Entry of :meth:`running` that each eviction action ``n_place + r`` of each agent
+        would take off, shape (N, R); -1 where the slot is empty."""
+        return self._evictable()
+
     def _evict_mask(self) -> NDArray[np.int8]:
         """Legal evictions, shape (N, R) int8 (see the module docstring)."""
         ent = self._evictable()
@@ -475,6 +492,7 @@ class EnvCore:
         entries = self._evictable()[agents, slots]
         jobs = np.unique(self._cur.job[entries])
         self._evicted_n[jobs] += 1
+        self.evicted_this_round[jobs] = True
         self.release_entries(np.isin(self._cur.job, jobs))
         pend = np.concatenate([self.pending, jobs])
         self.pending = self._in_window_order(np.sort(pend))

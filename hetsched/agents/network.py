@@ -35,7 +35,7 @@ the mean of their masked log-probabilities), which is how ``scheduler=maifs`` ac
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import torch
 from torch import Tensor, nn
@@ -278,26 +278,37 @@ class PolicyEnsemble(nn.Module):
     recipe differ more than most rule changes do (``docs/maifs_log.md``), and averaging them
     lowers that variance. Inference only: the trainer trains single networks.
 
+    Members with an eviction head (``NetDims.evict_slots = R``, the preemptive env) may act
+    with members without one. Each member's policy is factored into "evict or not" and the
+    placement choice given no eviction: the ensemble's eviction log-probabilities and its
+    log-probability of not evicting are the means over the members with a head, and its
+    placement log-probabilities given no eviction the mean over all members. When every member
+    has a head, or none has, this is exactly the mean of the members' log-probabilities.
+
     Args:
         members: The networks (at least one), all with the same :class:`NetDims`.
 
     Raises:
-        ValueError: If there is no member or their layouts differ.
+        ValueError: If there is no member or their layouts differ (other than in having an
+            eviction head).
     """
 
     def __init__(self, members: list[MAIFSNet]) -> None:
         super().__init__()
         if not members:
             raise ValueError("a PolicyEnsemble needs at least one network")
+        base = replace(members[0].dims, evict_slots=0)
         for i, m in enumerate(members[1:], start=1):
-            if m.dims != members[0].dims:
+            if replace(m.dims, evict_slots=0) != base:
                 raise ValueError(
                     f"ensemble member {i} has layout {m.dims.as_dict()}, member 0 has "
                     f"{members[0].dims.as_dict()}; members must share the observation and "
-                    "action layout (the same env settings and throughput table)"
+                    "action layout (the same env settings and throughput table; only an "
+                    "eviction head may differ)"
                 )
         self.members = nn.ModuleList(members)
-        self.dims = members[0].dims
+        self.evictors = [m.dims.evict_slots > 0 for m in members]
+        self.dims = next((m.dims for m in members if m.dims.evict_slots), members[0].dims)
 
     def __len__(self) -> int:
         return len(self.members)
@@ -310,8 +321,25 @@ class PolicyEnsemble(nn.Module):
             mask: Legal actions, shape (B, N, A) bool.
             adj: Coordination graph, shape (B, N, N) bool.
         """
-        outs = [m(obs, mask, adj) for m in self.members]
-        logp = torch.stack([torch.log_softmax(o[0], dim=-1) for o in outs]).mean(dim=0)
-        value = torch.stack([o[1] for o in outs]).mean(dim=0)
-        reg = torch.stack([o[2] for o in outs]).mean()
+        P = mask.shape[-1] - self.dims.evict_slots  # no-op + claims
+        place, keep, evict, values, regs = [], [], [], [], []
+        for m, ev in zip(self.members, self.evictors, strict=True):
+            logits, v, r = m(obs, mask if ev else mask[..., :P], adj)
+            lp = torch.log_softmax(logits, dim=-1)
+            values.append(v)
+            regs.append(r)
+            if ev:  # factor: log p(not evict) + log p(placement | not evict)
+                k = torch.logsumexp(lp[..., :P], dim=-1, keepdim=True)
+                keep.append(k)
+                evict.append(lp[..., P:])
+                place.append(lp[..., :P] - k)
+            else:
+                place.append(lp)
+        logp = torch.stack(place).mean(dim=0)
+        if evict:
+            logp = torch.cat(
+                [logp + torch.stack(keep).mean(dim=0), torch.stack(evict).mean(dim=0)], dim=-1
+            )
+        value = torch.stack(values).mean(dim=0)
+        reg = torch.stack(regs).mean()
         return logp.masked_fill(~mask, NEG), value, reg

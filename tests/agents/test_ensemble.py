@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers import fast_config, tiny_env, tiny_tm
+from helpers import fast_config, preempt_env, tiny_env, tiny_tm
 
 from hetsched.agents.agent import (
     Acting,
@@ -20,6 +20,8 @@ from hetsched.agents.agent import (
 )
 from hetsched.agents.network import NEG, MAIFSNet, NetDims, PolicyEnsemble
 from hetsched.agents.policy import DEFAULT_CHECKPOINT, DEFAULT_ENSEMBLE, MAIFSPolicy
+from hetsched.agents.teacher import SJFTeacher
+from hetsched.agents.trainer import Trainer
 
 CKPTS = DEFAULT_CHECKPOINT.parent
 
@@ -133,3 +135,58 @@ def test_member_mismatches_are_clear_errors(tmp_path: Path) -> None:
         MAIFSPolicy(ensemble=[tmp_path / "no_such.pt"])
     with pytest.raises(ValueError, match="ensemble= needs checkpoint files"):
         MAIFSPolicy(net=(nets[0], fast_config().agent), ensemble=[small])
+
+
+def _preempt_step() -> tuple[MAIFSNet, MAIFSNet, torch.Tensor, torch.Tensor, torch.Tensor, int]:
+    """A net with an eviction head, one without, and a step of the preemptive env where both
+    placements and evictions are legal (helpers.preempt_env at the short job's arrival)."""
+    cfg = fast_config()
+    cfg.agent.env.preemptive = True
+    env = preempt_env(cfg.agent, tiny_tm())
+    env.reset(np.random.default_rng(0))
+    env.step(SJFTeacher().act(env.core))  # the long job starts; the short one arrives
+    core = env.core
+    dims = net_dims(core.layout, core.cfg.levels, preemptive=True)
+    torch.manual_seed(0)
+    ev = build_net(cfg.agent.net, dims).eval()
+    plain = build_net(cfg.agent.net, dataclasses.replace(dims, evict_slots=0)).eval()
+    obs, mask = env.observe()
+    assert mask[0, core.n_place :].any(), "an eviction is legal at this step"
+    o = torch.from_numpy(obs)[None]
+    m = torch.from_numpy(mask.astype(bool))[None]
+    g = torch.ones((1, 1, 1), dtype=torch.bool)
+    return ev, plain, o, m, g, core.n_place
+
+
+def test_members_without_an_eviction_head_join_the_placement_choice_only() -> None:
+    ev, plain, o, m, g, P = _preempt_step()
+    with torch.no_grad():
+        lp_ev = torch.log_softmax(ev(o, m, g)[0], dim=-1)
+        lp_pl = torch.log_softmax(plain(o, m[..., :P], g)[0], dim=-1)
+        mixed = PolicyEnsemble([ev, plain])(o, m, g)[0]
+        alone = PolicyEnsemble([ev])(o, m, g)[0]
+    assert PolicyEnsemble([plain, ev]).dims == ev.dims
+    assert torch.allclose(alone[m], lp_ev[m], atol=1e-6)  # one member: its own policy
+    p = torch.softmax(mixed, dim=-1)[0, 0]
+    pe = lp_ev.exp()[0, 0]
+    # Evictions (and so "do not evict") keep the evicting member's probabilities ...
+    assert torch.allclose(p[P:], pe[P:], atol=1e-5)
+    # ... and the placement choice given no eviction is the two members' geometric mean.
+    keep = m[0, 0, :P]
+    cond_ev = lp_ev[0, 0, :P] - torch.logsumexp(lp_ev[0, 0, :P], dim=-1)
+    want = torch.softmax(torch.where(keep, (cond_ev + lp_pl[0, 0]) / 2, NEG), dim=-1)
+    assert torch.allclose(p[:P] / p[:P].sum(), want, atol=1e-5)
+
+
+def test_a_preemptive_checkpoint_leads_members_without_evictions(tmp_path: Path) -> None:
+    cfg = fast_config(steps=0)
+    cfg.agent.env.preemptive = True
+    tm = tiny_tm()
+    Trainer(cfg, tmp_path / "ev", throughput=tm, envs=[preempt_env(cfg.agent, tm)]).run()
+    cfg.agent.env.preemptive = False
+    Trainer(cfg, tmp_path / "pl", throughput=tm, envs=[preempt_env(cfg.agent, tm)]).run()
+    ev, pl = (tmp_path / d / "checkpoints" / "0.pt" for d in ("ev", "pl"))
+    net, conf = ensemble_from_checkpoints(load_checkpoint(ev), [pl])
+    assert conf.env.preemptive and net.evictors == [True, False]
+    with pytest.raises(CheckpointError, match=r"env\.preemptive=True \(not False\)"):
+        ensemble_from_checkpoints(load_checkpoint(pl), [ev])  # evictions need the primary

@@ -346,8 +346,9 @@ def ensemble_from_checkpoints(
     The primary checkpoint's agent config (conflict mode, teacher, env settings) is the
     ensemble's; every member must share its env id, observation layout and env settings (the
     window, levels and order the agents see), so that one observation and mask serve all. One
-    exception: when the primary acts in the preemptive env, members trained without eviction
-    actions may join it; they take part in the placement choice only
+    exception: members trained with and without eviction actions (the preemptive env) may act
+    together. The primary decides whether the ensemble evicts; a member without evictions, or
+    any member when the primary has none, takes part in the placement choice only
     (:class:`~hetsched.agents.network.PolicyEnsemble`).
 
     Args:
@@ -372,8 +373,8 @@ def ensemble_from_checkpoints(
         ck = load_checkpoint(path, obs_dim=net.dims.obs_dim)
         m_net, m_conf = net_from_checkpoint(ck)  # PolicyEnsemble checks the full layout
         got = asdict(m_conf.env)
-        if want["preemptive"] and not got["preemptive"]:  # a placement-only member
-            got.update(preemptive=True, evict_max=want["evict_max"])
+        if want["preemptive"] != got["preemptive"]:  # it places; the primary decides evictions
+            got.update(preemptive=want["preemptive"], evict_max=want["evict_max"])
         diff = sorted(k for k in want if got.get(k) != want[k])
         if diff:
             shown = ", ".join(f"env.{k}={got.get(k)!r} (not {want[k]!r})" for k in diff)

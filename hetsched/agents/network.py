@@ -279,11 +279,14 @@ class PolicyEnsemble(nn.Module):
     lowers that variance. Inference only: the trainer trains single networks.
 
     Members with an eviction head (``NetDims.evict_slots = R``, the preemptive env) may act
-    with members without one. Each member's policy is factored into "evict or not" and the
-    placement choice given no eviction: the ensemble's eviction log-probabilities and its
-    log-probability of not evicting are the means over the members with a head, and its
-    placement log-probabilities given no eviction the mean over all members. When every member
-    has a head, or none has, this is exactly the mean of the members' log-probabilities.
+    with members without one; the first member's layout is the ensemble's. Each member's policy
+    is factored into "evict or not" and the placement choice given no eviction. With eviction
+    actions (the first member has a head), the ensemble's eviction log-probabilities and its
+    log-probability of not evicting are the means over the members with a head; its placement
+    log-probabilities given no eviction are the mean over all members. Without eviction
+    actions a member's head is unused (its placement choice given no eviction counts). When
+    every member has a head, or none has, this is exactly the mean of the members'
+    log-probabilities.
 
     Args:
         members: The networks (at least one), all with the same :class:`NetDims`.
@@ -307,8 +310,10 @@ class PolicyEnsemble(nn.Module):
                     "eviction head may differ)"
                 )
         self.members = nn.ModuleList(members)
-        self.evictors = [m.dims.evict_slots > 0 for m in members]
-        self.dims = next((m.dims for m in members if m.dims.evict_slots), members[0].dims)
+        self.dims = members[0].dims
+        #: Members whose eviction logits count (a head, and eviction actions to use it on).
+        self.evictors = [m.dims.evict_slots > 0 and self.dims.evict_slots > 0 for m in members]
+        self._slots = [m.dims.evict_slots for m in members]  # eviction actions per member
 
     def __len__(self) -> int:
         return len(self.members)
@@ -323,18 +328,20 @@ class PolicyEnsemble(nn.Module):
         """
         P = mask.shape[-1] - self.dims.evict_slots  # no-op + claims
         place, keep, evict, values, regs = [], [], [], [], []
-        for m, ev in zip(self.members, self.evictors, strict=True):
-            logits, v, r = m(obs, mask if ev else mask[..., :P], adj)
+        for m, ev, R in zip(self.members, self.evictors, self._slots, strict=True):
+            mm = mask[..., :P]
+            if R:  # its eviction actions: the env's, or none legal (the env has none)
+                mm = mask if ev else torch.cat([mm, mm.new_zeros((*mm.shape[:-1], R))], -1)
+            logits, v, r = m(obs, mm, adj)
             lp = torch.log_softmax(logits, dim=-1)
             values.append(v)
             regs.append(r)
-            if ev:  # factor: log p(not evict) + log p(placement | not evict)
-                k = torch.logsumexp(lp[..., :P], dim=-1, keepdim=True)
+            # log p(not evict) (0 without eviction actions) + log p(placement | not evict)
+            k = torch.logsumexp(lp[..., :P], dim=-1, keepdim=True)
+            place.append(lp[..., :P] - k)
+            if ev:
                 keep.append(k)
                 evict.append(lp[..., P:])
-                place.append(lp[..., :P] - k)
-            else:
-                place.append(lp)
         logp = torch.stack(place).mean(dim=0)
         if evict:
             logp = torch.cat(

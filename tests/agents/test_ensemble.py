@@ -165,7 +165,12 @@ def test_members_without_an_eviction_head_join_the_placement_choice_only() -> No
         lp_pl = torch.log_softmax(plain(o, m[..., :P], g)[0], dim=-1)
         mixed = PolicyEnsemble([ev, plain])(o, m, g)[0]
         alone = PolicyEnsemble([ev])(o, m, g)[0]
-    assert PolicyEnsemble([plain, ev]).dims == ev.dims
+    with torch.no_grad():  # led by the plain member: no evictions, the two placement choices
+        led = PolicyEnsemble([plain, ev])(o, m[..., :P], g)[0]
+    assert PolicyEnsemble([plain, ev]).dims == plain.dims and led.shape[-1] == P
+    cond = lp_ev[..., :P] - torch.logsumexp(lp_ev[..., :P], dim=-1, keepdim=True)
+    mp = m[..., :P]
+    assert torch.allclose(led[mp], ((lp_pl + cond) / 2)[mp], atol=1e-5)
     assert torch.allclose(alone[m], lp_ev[m], atol=1e-6)  # one member: its own policy
     p = torch.softmax(mixed, dim=-1)[0, 0]
     pe = lp_ev.exp()[0, 0]
@@ -188,5 +193,8 @@ def test_a_preemptive_checkpoint_leads_members_without_evictions(tmp_path: Path)
     ev, pl = (tmp_path / d / "checkpoints" / "0.pt" for d in ("ev", "pl"))
     net, conf = ensemble_from_checkpoints(load_checkpoint(ev), [pl])
     assert conf.env.preemptive and net.evictors == [True, False]
-    with pytest.raises(CheckpointError, match=r"env\.preemptive=True \(not False\)"):
-        ensemble_from_checkpoints(load_checkpoint(pl), [ev])  # evictions need the primary
+    assert net.dims.evict_slots == cfg.agent.env.resident_slots
+    # Under a primary without evictions the evicting member only places.
+    net, conf = ensemble_from_checkpoints(load_checkpoint(pl), [ev])
+    assert not conf.env.preemptive and net.evictors == [False, False]
+    assert net.dims.evict_slots == 0

@@ -336,7 +336,10 @@ class PolicyEnsemble(nn.Module):
             lp = torch.log_softmax(logits, dim=-1)
             values.append(v)
             regs.append(r)
-            # log p(not evict) (0 without eviction actions) + log p(placement | not evict)
+            if not R:  # no eviction actions: its log-probabilities are the placement choice
+                place.append(lp)
+                continue
+            # log p(not evict) + log p(placement | not evict)
             k = torch.logsumexp(lp[..., :P], dim=-1, keepdim=True)
             place.append(lp[..., :P] - k)
             if ev:

@@ -161,9 +161,7 @@ class StateCore(EnvCore):
         self.wl = workload
         self.J = workload.num_jobs
         self.jt = build_job_table(workload, self.tm, self.cluster, self.cfg.levels)
-        self._placed = np.zeros(self.J, dtype=bool)
-        self._evicted_n = np.zeros(self.J, dtype=np.int64)  # per run, across rounds
-        self.evicted_this_round = np.zeros(self.J, dtype=bool)
+        self._job_flags()  # per run, across rounds
 
     def begin(self, state: SimState) -> None:
         """Start a round from ``state`` (the policy's ``decide`` input)."""

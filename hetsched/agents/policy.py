@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from hetsched.agents.driver import StateCore
-from hetsched.agents.teacher import SJFTeacher
+from hetsched.agents.teacher import SJFTeacher, preemption_room
 from hetsched.baselines.base import BasePolicy
 from hetsched.envs.core import EPS, EnvCore, fill_gang, is_spread
 from hetsched.envs.spaces import EnvSettings
@@ -908,7 +908,7 @@ class CoreActorPolicy(BasePolicy):
         self, core: StateCore, state: SimState, ratio: float, fast: float | None = None
     ) -> int:
         """Preempt running jobs for short waiting jobs (class doc); return the jobs placed."""
-        wl, tm, cl, jt = core.wl, core.tm, core.cluster, core.jt
+        wl, cl, jt = core.wl, core.cluster, core.jt
         assert wl is not None and jt is not None
         p = core.pending
         if p.size == 0 or core.running().size == 0:
@@ -955,23 +955,7 @@ class CoreActorPolicy(BasePolicy):
             v_rem = np.where(np.isfinite(rem), rem, np.nan)
             ks = np.flatnonzero(cand)
             wj = w[ks]
-            G = wl.req_gpus[wj]
-            rate = tm.isolated(wl.model[wj][:, None], vt[None, :], G[:, None], False)  # (C, V)
-            t_w = state.remaining[wj][:, None] / np.where(rate > 0, rate, np.nan)
-            # Amounts at the request (the masks are skipped when nothing fits anywhere).
-            cpg, mpg, mem_ok = core.features.window_amounts(
-                jt, wl, core.window, core.slot_ok, core.node_up
-            )
-            need_c = cpg[vn[None, :], ks[:, None], c1] * G[:, None]
-            need_m = mpg[vn[None, :], ks[:, None], m1] * G[:, None]
-            ok = (
-                wl.allowed_types[wj][:, vt]
-                & mem_ok[vn[None, :], ks[:, None], m1]
-                & (core.free_g[vn][None, :] + vg[None, :] >= G[:, None])
-                & (core.free_c[vn][None, :] + cur.cpus[v][None, :] >= need_c - EPS)
-                & (core.free_m[vn][None, :] + cur.mem[v][None, :] >= need_m - EPS)
-                & (v_rem[None, :] > ratio * t_w)  # NaN compares False
-            )
+            ok = preemption_room(core, cur, v, ks, v_rem, ratio)  # (C, V)
             if fast is not None:  # the victim's type runs it `fast` times faster than now
                 ok &= jt.rel_tput[wj][:, vt] >= fast * now[ks][:, None] - 1e-9
             if not ok.any():

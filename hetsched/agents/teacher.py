@@ -38,12 +38,62 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from hetsched.envs.core import EnvCore
+from hetsched.envs.core import EPS, EnvCore
+from hetsched.sim.allocation import Allocation
 
 if TYPE_CHECKING:
     from hetsched.agents.config import MAIFSAgentConf
 
 F64 = NDArray[np.float64]
+
+
+def preemption_room(
+    core: EnvCore,
+    cur: Allocation,
+    v: NDArray[np.int64],
+    ks: NDArray[np.int64],
+    v_rem: NDArray[np.float64],
+    ratio: float,
+) -> NDArray[np.bool_]:
+    """Which running entries may give way to which waiting jobs, shape (C, V).
+
+    The check of the rules' preemption for short jobs
+    (:class:`~hetsched.agents.policy.CoreActorPolicy`) and of the teacher's evictions (step 4):
+    window slot ``ks[i]``'s job may take the place of entry ``v[j]`` of ``cur`` iff the entry's
+    node is of a GPU type the job allows, releasing the entry leaves the job room there at its
+    request (GPUs, CPU and memory), and the entry's job has more than ``ratio`` times the
+    waiting job's run time there left.
+
+    Args:
+        core: The env core of the round.
+        cur: The running entries (:meth:`EnvCore.running`).
+        v: Candidate victim entries of ``cur``, shape (V,).
+        ks: Candidate window slots, shape (C,).
+        v_rem: The victims' estimated remaining times (s), shape (V,); NaN: never a victim.
+        ratio: The least ratio of the victim's remaining time to the waiting job's run time.
+    """
+    wl, tm, jt = core.wl, core.tm, core.jt
+    assert wl is not None and jt is not None and core.sim is not None
+    _, c1, m1 = core.cfg.levels.one_index
+    vn, vg = cur.node[v], cur.gpus[v]
+    vt = core.cluster.node_type[vn]
+    wj = core.window[ks]
+    G = wl.req_gpus[wj]
+    rate = tm.isolated(wl.model[wj][:, None], vt[None, :], G[:, None], False)  # (C, V)
+    t_w = core.sim.remaining[wj][:, None] / np.where(rate > 0, rate, np.nan)
+    # Amounts at the request (the masks are skipped when nothing fits anywhere).
+    cpg, mpg, mem_ok = core.features.window_amounts(jt, wl, core.window, core.slot_ok, core.node_up)
+    need_c = cpg[vn[None, :], ks[:, None], c1] * G[:, None]
+    need_m = mpg[vn[None, :], ks[:, None], m1] * G[:, None]
+    return np.asarray(
+        wl.allowed_types[wj][:, vt]
+        & mem_ok[vn[None, :], ks[:, None], m1]
+        & (core.free_g[vn][None, :] + vg[None, :] >= G[:, None])
+        & (core.free_c[vn][None, :] + cur.cpus[v][None, :] >= need_c - EPS)
+        & (core.free_m[vn][None, :] + cur.mem[v][None, :] >= need_m - EPS)
+        & (v_rem[None, :] > ratio * t_w),  # NaN compares False
+        dtype=bool,
+    )
 
 
 class SJFTeacher:
@@ -179,7 +229,7 @@ class SJFTeacher:
         """Step 4 of the module docstring: evictions written into ``actions`` (N,) of the
         agents that have no claim."""
         assert core.sim is not None and core.jt is not None and core.wl is not None
-        wl, jt, tm, cl = core.wl, core.jt, core.tm, core.cluster
+        wl, tm, cl = core.wl, core.tm, core.cluster
         g1, c1, m1 = core.cfg.levels.one_index
         free = actions == 0
         legal_ev = core.ma.mask[:, core.n_place :].astype(bool) & free[:, None]  # (N, R)
@@ -202,33 +252,17 @@ class SJFTeacher:
         ns, rs, e, vj = ns[one_node], rs[one_node], e[one_node], vj[one_node]
         if ns.size == 0:
             return
-        vt = cl.node_type[ns]
-        v_rate = tm.isolated(wl.model[vj], vt, cur.gpus[e], False)
+        v_rate = tm.isolated(wl.model[vj], cl.node_type[ns], cur.gpus[e], False)
         v_rem = np.full(vj.shape, np.nan)  # NaN compares False: never a victim
         np.divide(core.sim.remaining[vj], v_rate, out=v_rem, where=v_rate > 0)
-        cpg, mpg, mem_ok = core.features.window_amounts(
-            jt, wl, core.window, core.slot_ok, core.node_up
-        )
-        used = np.zeros(core.N, dtype=bool)
         ks = np.flatnonzero(cand)
-        for k in ks[np.argsort(core.est_run_s(w[ks]), kind="stable")].tolist():
-            j = int(w[k])
-            G = int(jt.gpu_count[j, g1])
-            rate = tm.isolated(wl.model[j], vt, np.full(vt.shape, G), False)  # (V,)
-            t_w = np.full(vt.shape, np.inf)
-            np.divide(core.sim.remaining[j], rate, out=t_w, where=rate > 0)
-            ok = (
-                ~used[ns]
-                & wl.allowed_types[j][vt]
-                & mem_ok[ns, k, m1]
-                & (core.free_g[ns] + cur.gpus[e] >= G)
-                & (core.free_c[ns] + cur.cpus[e] >= cpg[ns, k, c1] * G - 1e-9)
-                & (core.free_m[ns] + cur.mem[e] >= mpg[ns, k, m1] * G - 1e-9)
-                & (v_rem > ratio * t_w)
-            )
-            if not ok.any():
+        ks = ks[np.argsort(core.est_run_s(w[ks]), kind="stable")]  # shortest first
+        room = preemption_room(core, cur, e, ks, v_rem, ratio)  # (C, V)
+        used = np.zeros(core.N, dtype=bool)
+        for i in range(ks.size):  # at most K waiting jobs, each takes one victim
+            c = np.flatnonzero(room[i] & ~used[ns])
+            if c.size == 0:
                 continue
-            c = np.flatnonzero(ok)
             c = c[np.lexsort((ns[c], -v_rem[c], cur.gpus[e][c]))[0]]
             n = int(ns[c])
             actions[n] = core.n_place + int(rs[c])

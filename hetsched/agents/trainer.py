@@ -531,8 +531,9 @@ class Trainer:
         return out
 
     # ------------------------------------------------------------------ learning
-    def _forward(self, ep: Episode, idx: NDArray[np.int64]) -> _Fwd:
-        """The network on steps ``idx`` of ``ep`` (see :class:`_Fwd`)."""
+    def _forward(self, ep: Episode, idx: NDArray[np.int64], anchor: float) -> _Fwd:
+        """The network on steps ``idx`` of ``ep`` (see :class:`_Fwd`); the anchor's KL only
+        when its weight ``anchor`` is positive (else 0, without the reference's forward)."""
         obs = torch.from_numpy(ep.obs[idx]).float()
         mask = torch.from_numpy(ep.mask[idx])
         adj = torch.from_numpy(ep.adj[idx])
@@ -542,8 +543,8 @@ class Trainer:
         taken = lp.gather(2, act[..., None])[..., 0]
         ent = -(lp.exp() * lp).sum(dim=-1)
         active = mask[..., 1:].any(dim=-1).float()
-        anchor = self._anchor_kl(obs, mask, adj, logits)
-        return _Fwd(taken, ent, value, active, reg, lp, anchor)
+        kl = self._anchor_kl(obs, mask, adj, logits) if anchor > 0 else torch.zeros(())
+        return _Fwd(taken, ent, value, active, reg, lp, kl)
 
     def _anchor_kl(
         self, obs: torch.Tensor, mask: torch.Tensor, adj: torch.Tensor, logits: torch.Tensor
@@ -599,7 +600,7 @@ class Trainer:
             self.net.train()
             for _ in range(b.epochs):
                 for ep, idx in self._minibatches(data, b.batch):
-                    f = self._forward(ep, idx)
+                    f = self._forward(ep, idx, b.anchor)
                     assert ep.ret is not None
                     ret = torch.from_numpy(ep.ret[idx]).float()
                     wa = torch.from_numpy(ep.weight[idx])
@@ -649,7 +650,7 @@ class Trainer:
         for _ in range(p.epochs):
             for ep, idx in self._minibatches(eps, p.batch):
                 assert ep.adv is not None and ep.ret is not None
-                f = self._forward(ep, idx)
+                f = self._forward(ep, idx, p.anchor)
                 taken, ent, value, active, reg = f.taken, f.ent, f.value, f.active, f.reg
                 old = torch.from_numpy(ep.logp[idx])
                 adv = torch.from_numpy((ep.adv[idx] - mu) / sd).float()[:, None]

@@ -254,9 +254,7 @@ class EnvCore:
             best = self.jt.best_tput
             self._progress_w = np.where(best > 0, wl.req_gpus / np.where(best > 0, best, 1.0), 0.0)
             self._phi = float(self.sim.remaining @ self._progress_w)
-        self._placed = np.zeros(self.J, dtype=bool)
-        self._evicted_n = np.zeros(self.J, dtype=np.int64)  # evictions per job (evict_max)
-        self.evicted_this_round = np.zeros(self.J, dtype=bool)  # (J,) see the class doc
+        self._job_flags()
         self._n_done = 0
         self._admitted = 0
         self.stalled = False
@@ -315,6 +313,13 @@ class EnvCore:
         if self.cfg.preemptive:
             self.evicted_this_round[:] = False
         self.refresh()
+
+    def _job_flags(self) -> None:
+        """Per-job flags of an episode (shape (J,) each): placed this round, evictions so far
+        (``evict_max``), evicted this round."""
+        self._placed = np.zeros(self.J, dtype=bool)
+        self._evicted_n = np.zeros(self.J, dtype=np.int64)
+        self.evicted_this_round = np.zeros(self.J, dtype=bool)
 
     def _in_window_order(self, pend: NDArray[np.int64]) -> NDArray[np.int64]:
         """``pend`` (arrival order) sorted by ``EnvSettings.window_order``."""

@@ -339,7 +339,11 @@ def net_from_checkpoint(ck: dict[str, Any]) -> tuple[MAIFSNet, MAIFSAgentConf]:
 
 
 def ensemble_from_checkpoints(
-    primary: dict[str, Any], members: Sequence[str | Path], *, primary_path: str | Path = "?"
+    primary: dict[str, Any],
+    members: Sequence[str | Path],
+    *,
+    primary_path: str | Path = "?",
+    evict_only: bool = False,
 ) -> tuple[PolicyEnsemble, MAIFSAgentConf]:
     """A :class:`PolicyEnsemble` of a loaded checkpoint and further checkpoint files.
 
@@ -349,18 +353,32 @@ def ensemble_from_checkpoints(
     exception: members trained with and without eviction actions (the preemptive env) may act
     together. The primary decides whether the ensemble evicts; a member without evictions, or
     any member when the primary has none, takes part in the placement choice only
-    (:class:`~hetsched.agents.network.PolicyEnsemble`).
+    (:class:`~hetsched.agents.network.PolicyEnsemble`). With ``evict_only`` the primary
+    decides the evictions only and the members alone vote on placements.
 
     Args:
         primary: A checkpoint from :func:`load_checkpoint`.
         members: Further checkpoint files.
         primary_path: The primary's file, for error messages.
+        evict_only: Keep the primary out of the placement vote.
 
     Raises:
         FileNotFoundError: If a member file does not exist.
-        CheckpointError: If a member was trained for another layout or other env settings.
+        CheckpointError: If a member was trained for another layout or other env settings,
+            or ``evict_only`` is asked of a primary without an eviction head.
+        ValueError: If ``evict_only`` is asked without members.
     """
     net, conf = net_from_checkpoint(primary)
+    if evict_only and not members:
+        raise ValueError(
+            f"evict_only=true keeps {primary_path} out of the placement vote, so the ensemble "
+            "needs members to place (ensemble=[A.pt, ...])"
+        )
+    if evict_only and net.dims.evict_slots == 0:
+        raise CheckpointError(
+            f"evict_only=true needs a checkpoint with an eviction head (trained with "
+            f"agent.env.preemptive=true); {primary_path} has none"
+        )
     nets = [net]
     want = asdict(conf.env)
     for path in members:
@@ -383,4 +401,4 @@ def ensemble_from_checkpoints(
                 f"{primary_path}: {shown}; members must see the same window and levels"
             )
         nets.append(m_net)
-    return PolicyEnsemble(nets), conf
+    return PolicyEnsemble(nets, placers=[not evict_only] + [True] * len(members)), conf

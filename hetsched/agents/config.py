@@ -357,11 +357,14 @@ class MAIFSSchedulerConf:
             the shipped ensemble's four other members with the default checkpoint (and the
             network acting), none otherwise; ``[]`` = the checkpoint's network alone: see
             :class:`hetsched.agents.policy.MAIFSPolicy`.
+        evict_only: The checkpoint's network decides evictions only and the ``ensemble``
+            members alone vote on placements (the checkpoint needs an eviction head).
     """
 
     _target_: str = "hetsched.agents.policy.MAIFSPolicy"
     checkpoint: str | None = None
     ensemble: list[str] | None = None
+    evict_only: bool = False
     greedy: bool = True
     conflict: str | None = None
     long_guard_s: float | None = None
@@ -412,7 +415,7 @@ class TeacherSchedulerConf:
 MAIFS_RULES: tuple[str, ...] = tuple(
     f.name
     for f in fields(MAIFSSchedulerConf)
-    if f.name not in ("_target_", "checkpoint", "ensemble", "greedy", "conflict")
+    if f.name not in ("_target_", "checkpoint", "ensemble", "evict_only", "greedy", "conflict")
 )
 
 

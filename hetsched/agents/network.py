@@ -35,6 +35,7 @@ the mean of their masked log-probabilities), which is how ``scheduler=maifs`` ac
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 
 import torch
@@ -288,15 +289,24 @@ class PolicyEnsemble(nn.Module):
     every member has a head, or none has, this is exactly the mean of the members'
     log-probabilities.
 
+    A member may also be kept out of the placement vote (``placers``): an evicting member
+    that decides evictions only, so that the other members' placements are exactly what they
+    were without it: each agent's placement log-probabilities are their mean, bit for bit,
+    plus the evictors' log ``p(not evict)``, the same for every placement of that agent (it
+    still weighs in the ordered decision's agent order and against the evictions).
+
     Args:
         members: The networks (at least one), all with the same :class:`NetDims`.
+        placers: Per member, whether it votes on placements; None = every member. A member
+            kept out must have an eviction head used by the ensemble, and one member at least
+            must vote.
 
     Raises:
-        ValueError: If there is no member or their layouts differ (other than in having an
-            eviction head).
+        ValueError: If there is no member, their layouts differ (other than in having an
+            eviction head), or ``placers`` is malformed.
     """
 
-    def __init__(self, members: list[MAIFSNet]) -> None:
+    def __init__(self, members: list[MAIFSNet], placers: Sequence[bool] | None = None) -> None:
         super().__init__()
         if not members:
             raise ValueError("a PolicyEnsemble needs at least one network")
@@ -314,6 +324,20 @@ class PolicyEnsemble(nn.Module):
         #: Members whose eviction logits count (a head, and eviction actions to use it on).
         self.evictors = [m.dims.evict_slots > 0 and self.dims.evict_slots > 0 for m in members]
         self._slots = [m.dims.evict_slots for m in members]  # eviction actions per member
+        self.placers = [True] * len(members) if placers is None else [bool(p) for p in placers]
+        if len(self.placers) != len(members):
+            raise ValueError(
+                f"placers has {len(self.placers)} entries for {len(members)} ensemble members"
+            )
+        if not any(self.placers):
+            raise ValueError("no ensemble member votes on placements (placers all False)")
+        for i, (p, ev) in enumerate(zip(self.placers, self.evictors, strict=True)):
+            if not p and not ev:
+                raise ValueError(
+                    f"ensemble member {i} is kept out of the placement vote but decides no "
+                    "evictions (it has no eviction head, or the first member has none): it "
+                    "would do nothing"
+                )
 
     def __len__(self) -> int:
         return len(self.members)
@@ -328,7 +352,9 @@ class PolicyEnsemble(nn.Module):
         """
         P = mask.shape[-1] - self.dims.evict_slots  # no-op + claims
         place, keep, evict, values, regs = [], [], [], [], []
-        for m, ev, R in zip(self.members, self.evictors, self._slots, strict=True):
+        for m, ev, R, pl in zip(
+            self.members, self.evictors, self._slots, self.placers, strict=True
+        ):
             mm = mask[..., :P]
             if R:  # its eviction actions: the env's, or none legal (the env has none)
                 mm = mask if ev else torch.cat([mm, mm.new_zeros((*mm.shape[:-1], R))], -1)
@@ -341,7 +367,8 @@ class PolicyEnsemble(nn.Module):
                 continue
             # log p(not evict) + log p(placement | not evict)
             k = torch.logsumexp(lp[..., :P], dim=-1, keepdim=True)
-            place.append(lp[..., :P] - k)
+            if pl:
+                place.append(lp[..., :P] - k)
             if ev:
                 keep.append(k)
                 evict.append(lp[..., P:])

@@ -1599,6 +1599,10 @@ class MAIFSPolicy(CoreActorPolicy):
             :data:`DEFAULT_ENSEMBLE` when the checkpoint is :data:`DEFAULT_CHECKPOINT` and the
             network acts, else none (the teacher needs no network); ``[]``: the checkpoint's
             network alone.
+        evict_only: The checkpoint's network decides the evictions only (it needs an
+            eviction head); the ``ensemble`` members alone vote on placements: learned
+            evictions beside an ensemble's placements (see
+            :class:`~hetsched.agents.network.PolicyEnsemble`).
         net: Use this network and config instead of a file (training-time evaluation).
         actor: Who takes the decision steps: ``"network"`` (the trained agents) or
             ``"teacher"``, the checkpoint's behaviour-cloning teacher
@@ -1640,6 +1644,7 @@ class MAIFSPolicy(CoreActorPolicy):
         eft_gain: float | None = None,
         window_order: str | None = None,
         ensemble: Sequence[str | Path] | None = None,
+        evict_only: bool = False,
         net: tuple[Any, Any] | None = None,
         actor: str = "network",
     ) -> None:
@@ -1663,13 +1668,15 @@ class MAIFSPolicy(CoreActorPolicy):
             if ensemble is None:  # the shipped members act with the default network only
                 is_default = path.resolve() == DEFAULT_CHECKPOINT.resolve()
                 ensemble = DEFAULT_ENSEMBLE if is_default and actor == "network" else ()
-            if ensemble:
-                self.net, self.conf = ensemble_from_checkpoints(ck, ensemble, primary_path=path)
+            if ensemble or evict_only:
+                self.net, self.conf = ensemble_from_checkpoints(
+                    ck, ensemble, primary_path=path, evict_only=evict_only
+                )
             else:
                 self.net, self.conf = net_from_checkpoint(ck)
         else:
-            if ensemble:
-                raise ValueError("ensemble= needs checkpoint files, not net=")
+            if ensemble or evict_only:
+                raise ValueError("ensemble= needs checkpoint files, not net= (so does evict_only=)")
             self.net, self.conf = net
         if long_guard_s is not None:
             self.conf.env.long_guard_s = float(long_guard_s)

@@ -204,3 +204,55 @@ def test_a_preemptive_checkpoint_leads_members_without_evictions(tmp_path: Path)
     net, conf = ensemble_from_checkpoints(load_checkpoint(pl), [ev])
     assert not conf.env.preemptive and net.evictors == [False, False]
     assert net.dims.evict_slots == 0
+
+
+def test_an_evict_only_member_leaves_the_placements_to_the_others() -> None:
+    ev, plain, o, m, g, P = _preempt_step()
+    torch.manual_seed(1)
+    other = build_net(fast_config(steps=0).agent.net, plain.dims).eval()
+    with torch.no_grad():
+        lp_ev = torch.log_softmax(ev(o, m, g)[0], dim=-1)
+        placers_only = PolicyEnsemble([plain, other])(o, m[..., :P], g)[0]
+        mixed = PolicyEnsemble([ev, plain, other], placers=[False, True, True])(o, m, g)[0]
+    k = torch.logsumexp(lp_ev[..., :P], dim=-1, keepdim=True)
+    mp = m[..., :P]
+    # The placements are the plain members' ensemble, bit for bit, shifted per agent by the
+    # evictor's log p(not evict); the evictions are the evictor's own.
+    assert torch.equal(mixed[..., :P][mp], (placers_only + k)[mp])
+    assert torch.equal(mixed[..., P:][m[..., P:]], lp_ev[..., P:][m[..., P:]])
+    # So each agent's placement ranking is the plain members' one.
+    want = placers_only.masked_fill(~mp, NEG).argmax(-1)
+    assert torch.equal(mixed[..., :P].masked_fill(~mp, NEG).argmax(-1), want)
+
+
+def test_placers_are_checked() -> None:
+    ev, plain, *_ = _preempt_step()
+    with pytest.raises(ValueError, match="placers has 1 entries for 2"):
+        PolicyEnsemble([ev, plain], placers=[False])
+    with pytest.raises(ValueError, match="no ensemble member votes"):
+        PolicyEnsemble([ev], placers=[False])
+    with pytest.raises(ValueError, match="member 1 is kept out .* would do nothing"):
+        PolicyEnsemble([ev, plain], placers=[True, False])
+    with pytest.raises(ValueError, match="member 0 is kept out"):  # no evictions to decide
+        PolicyEnsemble([plain, ev], placers=[False, True])
+
+
+def test_evict_only_checkpoints(tmp_path: Path) -> None:
+    cfg = fast_config(steps=0)
+    cfg.agent.env.preemptive = True
+    tm = tiny_tm()
+    Trainer(cfg, tmp_path / "ev", throughput=tm, envs=[preempt_env(cfg.agent, tm)]).run()
+    cfg.agent.env.preemptive = False
+    Trainer(cfg, tmp_path / "pl", throughput=tm, envs=[preempt_env(cfg.agent, tm)]).run()
+    ev, pl = (tmp_path / d / "checkpoints" / "0.pt" for d in ("ev", "pl"))
+    net, conf = ensemble_from_checkpoints(load_checkpoint(ev), [pl], evict_only=True)
+    assert net.placers == [False, True] and net.evictors == [True, False]
+    assert conf.env.preemptive
+    with pytest.raises(ValueError, match="needs members to place"):
+        ensemble_from_checkpoints(load_checkpoint(ev), [], evict_only=True)
+    with pytest.raises(CheckpointError, match="needs a checkpoint with an eviction head"):
+        ensemble_from_checkpoints(load_checkpoint(pl), [ev], evict_only=True, primary_path=pl)
+    with pytest.raises(ValueError, match="needs members to place"):
+        MAIFSPolicy(checkpoint=ev, ensemble=[], evict_only=True)
+    pol = MAIFSPolicy(checkpoint=ev, ensemble=[pl], evict_only=True)
+    assert isinstance(pol.net, PolicyEnsemble) and pol.net.placers == [False, True]

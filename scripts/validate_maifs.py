@@ -61,6 +61,9 @@ Usage::
     python scripts/validate_maifs.py A.pt --preset --only-scan --vs sia --seeds 50
     python scripts/validate_maifs.py checkpoints/maifs_default.pt --preset --alibaba --loaded \
         --members checkpoints/maifs_default_{seed5,seed6,elastic,loaded}.pt   # the ensemble
+    python scripts/validate_maifs.py checkpoints/maifs_default.pt --preset --evict-only \
+        --members checkpoints/maifs_sjf.pt checkpoints/maifs_default_{seed5,seed6}.pt \
+        checkpoints/maifs_default_{elastic,loaded}.pt   # learned evictions, those placements
 """
 
 from __future__ import annotations
@@ -429,6 +432,12 @@ def parse_args(
         "checkpoints/maifs_default_{seed5,seed6,elastic,loaded}.pt)",
     )
     ap.add_argument(
+        "--evict-only",
+        action="store_true",
+        help="each checkpoint scored decides evictions only; the --members vote on placements "
+        "(scheduler.maifs.evict_only)",
+    )
+    ap.add_argument(
         "--seeds", type=int, nargs="+", default=list(SEEDS), help="validation seeds (< 100)"
     )
     ap.add_argument(
@@ -518,6 +527,10 @@ def main() -> None:
     for k in args.rules_off:
         rules[k] = None
     rules["ensemble"] = [str(p) for p in args.members]  # [] = each checkpoint alone
+    if args.evict_only:
+        if not args.members:
+            ap.error("--evict-only: the --members vote on placements; name at least one")
+        rules["evict_only"] = True
     if args.conflict is not None:
         rules["conflict"] = args.conflict
     sets = (

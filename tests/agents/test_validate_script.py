@@ -339,6 +339,29 @@ def test_members_flag_reaches_the_policies_and_missing_files_are_refused(
     assert "no such checkpoint file: no_such.pt" in capsys.readouterr().err
 
 
+def test_evict_only_flag_reaches_the_policies_and_needs_members(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mod = _load()
+    seen: dict[str, object] = {}
+
+    def fake_score(paths: object, *, policy_kwargs: dict[str, object], **_: object) -> None:
+        seen.update(policy_kwargs)
+        raise _BuiltError
+
+    monkeypatch.setattr(mod, "score_checkpoints", fake_score)
+    ck = str(ROOT / "checkpoints" / "maifs_default.pt")
+    member = str(ROOT / "checkpoints" / "maifs_sjf.pt")
+    monkeypatch.setattr("sys.argv", ["validate_maifs.py", ck, "--evict-only", "--members", member])
+    with pytest.raises(_BuiltError):
+        mod.main()  # type: ignore[attr-defined]
+    assert seen["evict_only"] is True and seen["ensemble"] == [member]
+    monkeypatch.setattr("sys.argv", ["validate_maifs.py", ck, "--evict-only"])
+    with pytest.raises(SystemExit):
+        mod.main()  # type: ignore[attr-defined]
+    assert "--evict-only: the --members vote on placements" in capsys.readouterr().err
+
+
 def test_clusters_and_rules_off_reach_the_scoring(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -215,12 +215,9 @@ class Acting:
             slot_single = np.asarray(
                 single.reshape(core.N, core.K, -1).any(axis=(0, 2)), dtype=bool
             )
-            if extra:
-                raise ValueError(
-                    "conflict='maxsum' has no eviction actions; use conflict='ordered' or "
-                    "'none' with agent.env.preemptive=true"
-                )
-            actions = maxsum_actions(lg, mask, slot_single, core.K, iters=self.conf.maxsum_iters)
+            actions = maxsum_actions(
+                lg, mask, slot_single, core.K, iters=self.conf.maxsum_iters, extra=extra
+            )
             eff = mask.astype(bool)
         else:
             actions, eff = ordered_actions(

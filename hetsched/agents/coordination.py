@@ -21,6 +21,9 @@ arbitration, the "without coordination graph" ablation):
   singly-hostable job (``P`` much larger than any ``|f_i|``). Max-sum message passing over
   ``E_t`` for a fixed number of iterations (messages mean-centred), keeping the best joint
   action seen. It is greedy (no sampling distribution), so it is used at evaluation time only.
+
+Both take the preemptive env's eviction actions (``extra`` trailing actions): they are no
+claims, so they have no edge and no payoff; an agent may take one whatever its neighbours do.
 """
 
 from __future__ import annotations
@@ -135,6 +138,7 @@ def maxsum_actions(
     *,
     iters: int = 6,
     penalty: float = 1e3,
+    extra: int = 0,
 ) -> NDArray[np.int64]:
     """DCG-style greedy joint action by max-sum over the coordination graph.
 
@@ -145,17 +149,21 @@ def maxsum_actions(
         window: Window size K.
         iters: Message-passing iterations.
         penalty: Payoff ``P`` of two agents claiming the same singly-hostable job.
+        extra: Trailing actions that are not claims (the preemptive env's evictions, shape
+            ``A = 1 + K L + extra``): like the no-op, no payoff with any neighbour's action.
 
     Returns:
         Joint greedy action, shape (N,).
     """
     N, A = mask.shape
-    L = (A - 1) // window
+    P = A - extra  # no-op and claims
+    L = (P - 1) // window
     legal = mask.astype(bool)
     util = np.where(legal, _log_softmax(np.where(legal, logits, NEG)), NEG)  # (N, A)
-    adj = coordination_graph(candidate_sets(mask, window))
-    slot = np.concatenate([[-1], np.repeat(np.arange(window), L)])  # (A,) slot of each action
-    conflict_slot = np.concatenate([[False], np.repeat(slot_single, L)])
+    adj = coordination_graph(candidate_sets(mask[:, :P], window))
+    none = np.full(extra, -1)  # the evictions: no slot, no conflict
+    slot = np.concatenate([[-1], np.repeat(np.arange(window), L), none])  # (A,) slot per action
+    conflict_slot = np.concatenate([[False], np.repeat(slot_single, L), np.zeros(extra, bool)])
     msg = np.zeros((N, N, A))  # msg[i, j] = m_{i -> j}(a_j)
     best_a = np.argmax(util, axis=1)
     best_v = _joint_value(best_a, util, adj, slot, conflict_slot, penalty)
@@ -168,16 +176,18 @@ def maxsum_actions(
                 continue
             b = belief[i][None, :] - msg[nbrs, i]  # exclude the message from j: (n, A)
             per_slot = np.full((nbrs.size, window), NEG)
-            acts = np.arange(1, A)
-            np.maximum.at(per_slot.T, slot[acts], b[:, 1:].T)
+            acts = np.arange(1, P)
+            np.maximum.at(per_slot.T, slot[acts], b[:, 1:P].T)
             all_best = b.max(axis=1)  # (n,)
+            free = np.max(np.delete(b, acts, axis=1), axis=1)  # best no-op or eviction
             # max over a_i of b(a_i) - P [slot(a_i) == slot(a_j), conflicting]
-            k = slot[1:]
-            same = per_slot[:, k]  # (n, A - 1)
-            other = _best_excluding(per_slot, b[:, 0])[:, k]
+            k = slot[1:P]
+            same = per_slot[:, k]  # (n, P - 1)
+            other = _best_excluding(per_slot, free)[:, k]
             val = np.maximum(other, same - penalty)
-            out = np.where(conflict_slot[1:][None, :], val, all_best[:, None])
-            m = np.concatenate([all_best[:, None], out], axis=1)
+            out = np.where(conflict_slot[1:P][None, :], val, all_best[:, None])
+            rest = np.repeat(all_best[:, None], extra, axis=1)  # a_j an eviction: no payoff
+            m = np.concatenate([all_best[:, None], out, rest], axis=1)
             m = np.where(legal[nbrs], m, NEG)
             lm = legal[nbrs]
             mean = (np.where(lm, m, 0.0).sum(axis=1) / np.maximum(lm.sum(axis=1), 1))[:, None]

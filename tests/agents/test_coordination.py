@@ -92,6 +92,44 @@ def test_maxsum_resolves_a_conflict() -> None:
     assert acts.tolist() == [3, 1]  # agent 0 gives way: it loses less by moving to slot 1
 
 
+def _with_evictions(m: np.ndarray, logits: np.ndarray, legal: list[list[int]], value: float):
+    """Masks and logits with R = 2 trailing eviction actions (legal ones at ``value``)."""
+    R = 2
+    me = np.concatenate([m, np.zeros((m.shape[0], R), dtype=np.int8)], axis=1)
+    le = np.concatenate([logits, np.full((m.shape[0], R), -5.0)], axis=1)
+    for i, slots in enumerate(legal):
+        for r in slots:
+            me[i, A + r] = 1
+            le[i, A + r] = value
+    return me, le, R
+
+
+def test_maxsum_with_evictions_illegal_is_maxsum_without_them() -> None:
+    m = _mask([[0, 1], [0, 1]])
+    logits = np.full((2, A), -5.0)
+    logits[:, 0] = -1.0
+    logits[0, 1], logits[0, 3] = 3.0, 2.0
+    logits[1, 1], logits[1, 3] = 3.0, 0.5
+    me, le, R = _with_evictions(m, logits, [[], []], 0.0)
+    single = np.array([True, True, True])
+    acts = maxsum_actions(le, me, single, K, iters=4, extra=R)
+    assert acts.tolist() == maxsum_actions(logits, m, single, K, iters=4).tolist() == [3, 1]
+
+
+def test_maxsum_evictions_have_no_payoff_with_neighbours() -> None:
+    m = _mask([[0], [0]])
+    logits = np.full((2, A), -5.0)
+    logits[:, 1] = 3.0  # both want slot 0 most ...
+    # ... but agent 0 rates an eviction nearly as high: it evicts, agent 1 claims slot 0.
+    me, le, R = _with_evictions(m, logits, [[1], []], 2.9)
+    acts = maxsum_actions(le, me, np.array([True, True, True]), K, iters=4, extra=R)
+    assert acts.tolist() == [A + 1, 1]
+    # Two evictions by neighbours never conflict: both keep their best action.
+    me, le, R = _with_evictions(m, logits, [[0], [1]], 4.0)
+    acts = maxsum_actions(le, me, np.array([True, True, True]), K, iters=4, extra=R)
+    assert acts.tolist() == [A, A + 1]
+
+
 def _dims(N_types: int = 7) -> NetDims:
     return NetDims(
         obs_dim=7 + 7 + 2 * 3 + K * 4 + 5,

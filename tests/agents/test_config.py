@@ -93,6 +93,28 @@ def test_scheduler_preset_ensemble_setting() -> None:
     assert isinstance(instantiate(alone.scheduler.maifs).net, MAIFSNet)
     pol = instantiate(two.scheduler.maifs)
     assert isinstance(pol.net, PolicyEnsemble) and len(pol.net) == 2
+    assert plain.scheduler.maifs.evict_only is False
+
+
+def test_scheduler_preset_evict_only_setting() -> None:
+    """``evict_only=true``: the default network decides evictions, the members place."""
+    from hydra.utils import instantiate
+
+    from hetsched.agents.network import PolicyEnsemble
+
+    sjf = Path(CONF).parent / "checkpoints" / "maifs_sjf.pt"
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        cfg = compose(
+            "evaluate",
+            overrides=[
+                "scheduler=maifs",
+                "scheduler.maifs.evict_only=true",
+                f"scheduler.maifs.ensemble=[{sjf}]",
+            ],
+        )
+    pol = instantiate(cfg.scheduler.maifs)
+    assert isinstance(pol.net, PolicyEnsemble)
+    assert pol.net.placers == [False, True] and pol.net.evictors == [True, False]
 
 
 @pytest.mark.parametrize(

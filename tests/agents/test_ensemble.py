@@ -189,17 +189,23 @@ def test_members_without_an_eviction_head_join_the_placement_choice_only() -> No
     assert torch.allclose(p[:P] / p[:P].sum(), want, atol=1e-5)
 
 
-def test_a_preemptive_checkpoint_leads_members_without_evictions(tmp_path: Path) -> None:
+def _evicting_and_plain(tmp_path: Path) -> tuple[Path, Path, int]:
+    """Untrained checkpoints of the preemptive env with and without an eviction head, and the
+    number of eviction actions (resident slots)."""
     cfg = fast_config(steps=0)
-    cfg.agent.env.preemptive = True
     tm = tiny_tm()
-    Trainer(cfg, tmp_path / "ev", throughput=tm, envs=[preempt_env(cfg.agent, tm)]).run()
-    cfg.agent.env.preemptive = False
-    Trainer(cfg, tmp_path / "pl", throughput=tm, envs=[preempt_env(cfg.agent, tm)]).run()
+    for d, preemptive in (("ev", True), ("pl", False)):
+        cfg.agent.env.preemptive = preemptive
+        Trainer(cfg, tmp_path / d, throughput=tm, envs=[preempt_env(cfg.agent, tm)]).run()
     ev, pl = (tmp_path / d / "checkpoints" / "0.pt" for d in ("ev", "pl"))
+    return ev, pl, cfg.agent.env.resident_slots
+
+
+def test_a_preemptive_checkpoint_leads_members_without_evictions(tmp_path: Path) -> None:
+    ev, pl, slots = _evicting_and_plain(tmp_path)
     net, conf = ensemble_from_checkpoints(load_checkpoint(ev), [pl])
     assert conf.env.preemptive and net.evictors == [True, False]
-    assert net.dims.evict_slots == cfg.agent.env.resident_slots
+    assert net.dims.evict_slots == slots
     # Under a primary without evictions the evicting member only places.
     net, conf = ensemble_from_checkpoints(load_checkpoint(pl), [ev])
     assert not conf.env.preemptive and net.evictors == [False, False]
@@ -238,13 +244,7 @@ def test_placers_are_checked() -> None:
 
 
 def test_evict_only_checkpoints(tmp_path: Path) -> None:
-    cfg = fast_config(steps=0)
-    cfg.agent.env.preemptive = True
-    tm = tiny_tm()
-    Trainer(cfg, tmp_path / "ev", throughput=tm, envs=[preempt_env(cfg.agent, tm)]).run()
-    cfg.agent.env.preemptive = False
-    Trainer(cfg, tmp_path / "pl", throughput=tm, envs=[preempt_env(cfg.agent, tm)]).run()
-    ev, pl = (tmp_path / d / "checkpoints" / "0.pt" for d in ("ev", "pl"))
+    ev, pl, _ = _evicting_and_plain(tmp_path)
     net, conf = ensemble_from_checkpoints(load_checkpoint(ev), [pl], evict_only=True)
     assert net.placers == [False, True] and net.evictors == [True, False]
     assert conf.env.preemptive

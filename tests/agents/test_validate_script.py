@@ -284,6 +284,25 @@ class _BuiltError(Exception):
     """Raised by the fake runner once every policy factory has been called."""
 
 
+def _scored_with(
+    mod: object, monkeypatch: pytest.MonkeyPatch, argv: list[str]
+) -> dict[str, object]:
+    """Run the script's ``main()`` on ``argv`` with the scoring stubbed out; return the policy
+    keyword arguments it passed (and the ``sets`` under that key)."""
+    seen: dict[str, object] = {}
+
+    def fake_score(paths: object, *, policy_kwargs: dict[str, object], **kw: object) -> None:
+        seen.update(policy_kwargs)
+        seen["sets"] = kw["sets"]
+        raise _BuiltError
+
+    monkeypatch.setattr(mod, "score_checkpoints", fake_score)
+    monkeypatch.setattr("sys.argv", ["validate_maifs.py", *argv])
+    with pytest.raises(_BuiltError):
+        mod.main()  # type: ignore[attr-defined]
+    return seen
+
+
 def test_checkpoints_are_scored_alone_unless_members_are_given(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -316,23 +335,11 @@ def test_members_flag_reaches_the_policies_and_missing_files_are_refused(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     mod = _load()
-    seen: dict[str, object] = {}
-
-    def fake_score(paths: object, *, policy_kwargs: dict[str, object], **_: object) -> None:
-        seen.update(policy_kwargs)
-        raise _BuiltError
-
-    monkeypatch.setattr(mod, "score_checkpoints", fake_score)
     ck = str(ROOT / "checkpoints" / "maifs_default.pt")
     member = str(ROOT / "checkpoints" / "maifs_default_seed5.pt")
-    monkeypatch.setattr("sys.argv", ["validate_maifs.py", ck, "--members", member])
-    with pytest.raises(_BuiltError):
-        mod.main()  # type: ignore[attr-defined]
-    assert seen["ensemble"] == [member]
-    monkeypatch.setattr("sys.argv", ["validate_maifs.py", ck])
-    with pytest.raises(_BuiltError):
-        mod.main()  # type: ignore[attr-defined]
-    assert seen["ensemble"] == []  # without the flag each checkpoint is scored alone
+    assert _scored_with(mod, monkeypatch, [ck, "--members", member])["ensemble"] == [member]
+    # Without the flag each checkpoint is scored alone.
+    assert _scored_with(mod, monkeypatch, [ck])["ensemble"] == []
     monkeypatch.setattr("sys.argv", ["validate_maifs.py", ck, "--members", "no_such.pt"])
     with pytest.raises(SystemExit):
         mod.main()  # type: ignore[attr-defined]
@@ -343,19 +350,11 @@ def test_evict_only_flag_reaches_the_policies_and_needs_members(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     mod = _load()
-    seen: dict[str, object] = {}
-
-    def fake_score(paths: object, *, policy_kwargs: dict[str, object], **_: object) -> None:
-        seen.update(policy_kwargs)
-        raise _BuiltError
-
-    monkeypatch.setattr(mod, "score_checkpoints", fake_score)
     ck = str(ROOT / "checkpoints" / "maifs_default.pt")
     member = str(ROOT / "checkpoints" / "maifs_sjf.pt")
-    monkeypatch.setattr("sys.argv", ["validate_maifs.py", ck, "--evict-only", "--members", member])
-    with pytest.raises(_BuiltError):
-        mod.main()  # type: ignore[attr-defined]
+    seen = _scored_with(mod, monkeypatch, [ck, "--evict-only", "--members", member])
     assert seen["evict_only"] is True and seen["ensemble"] == [member]
+    assert "evict_only" not in _scored_with(mod, monkeypatch, [ck, "--members", member])
     monkeypatch.setattr("sys.argv", ["validate_maifs.py", ck, "--evict-only"])
     with pytest.raises(SystemExit):
         mod.main()  # type: ignore[attr-defined]
@@ -366,19 +365,11 @@ def test_clusters_and_rules_off_reach_the_scoring(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     mod = _load()
-    seen: dict[str, object] = {}
-
-    def fake_score(paths: object, *, policy_kwargs: dict[str, object], **kw: object) -> None:
-        seen.update(policy_kwargs)
-        seen["sets"] = kw["sets"]
-        raise _BuiltError
-
-    monkeypatch.setattr(mod, "score_checkpoints", fake_score)
     ck = str(ROOT / "checkpoints" / "maifs_default.pt")
     argv = ["validate_maifs.py", ck, "--preset", "--only-scan-shifted", "--clusters", "sia_64"]
-    monkeypatch.setattr("sys.argv", [*argv, "--rules-off", "preempt_ratio", "preempt_fast"])
-    with pytest.raises(_BuiltError):
-        mod.main()  # type: ignore[attr-defined]
+    seen = _scored_with(
+        mod, monkeypatch, [*argv[1:], "--rules-off", "preempt_ratio", "preempt_fast"]
+    )
     sets = seen["sets"]
     assert sets and {s[0] for s in sets} == {"sia_64"}  # type: ignore[attr-defined]
     assert len(sets) == sum(s[0] == "sia_64" for s in mod.SHIFTED_SCAN_SETS)  # type: ignore[arg-type, attr-defined]

@@ -403,6 +403,11 @@ def parse_args(
         help="place waiting jobs where they finish earliest (the saving a placement must make)",
     )
     ap.add_argument(
+        "--evict-allowance",
+        action="store_true",
+        help="the network's evictions share the rules' preemption allowance per job",
+    )
+    ap.add_argument(
         "--conflict",
         choices=CONFLICT_MODES,
         default=None,

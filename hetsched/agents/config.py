@@ -346,6 +346,10 @@ class MAIFSSchedulerConf:
             type when that finishes it sooner, by this fraction, than waiting for its fastest
             type, unless it would then finish last (null = off): see
             :class:`hetsched.agents.policy.CoreActorPolicy`.
+        evict_allowance: One preemption allowance: the network's evictions count against the
+            rules' allowance (``preempt_max`` plus one per ``preempt_every_s`` held) and may
+            take only a job below it; the rules' victims count both (no effect without
+            eviction actions): see :class:`hetsched.agents.policy.CoreActorPolicy`.
         actor: Who takes the decision steps: ``network`` (the trained agents) or ``teacher``
             (the checkpoint's behaviour-cloning heuristic with the same window, levels and
             rules; the ablation without the network): see
@@ -393,6 +397,7 @@ class MAIFSSchedulerConf:
     wake: str | None = None
     critical_min_rel: float | None = None
     eft_gain: float | None = None
+    evict_allowance: bool = False
     actor: str = "network"
     window_order: str | None = None
 

@@ -222,6 +222,14 @@ class CoreActorPolicy(BasePolicy):
       on with ratio 2.5 (4 until the re-tuning for the ensemble), at most 3 times per job, after
       2 h of waiting (chosen on validation, ``docs/maifs_log.md``).
       Without it the policy is non-preemptive: no job is stopped to make room.
+    * **One preemption allowance** (``evict_allowance``, off by default): with a network that
+      can evict (``EnvSettings.preemptive``), its evictions count against the same allowance
+      as the rules' preemptions (``preempt_max``, plus one per ``preempt_every_s`` held), and
+      it may evict only a job whose preemptions so far, by the rules and by evictions, are
+      below that allowance (:attr:`EnvCore.evict_protected`, set at each decision); the
+      rules' victims count both too. Without it the learned evictions are bounded only by the
+      checkpoint's ``evict_max`` (none for the shipped one), and the rules count their own.
+      No effect on a network without eviction actions.
     * **Preemption for a much faster GPU** (``preempt_fast``, off by default; needs
       ``preempt_ratio``): before the actor's steps, the same rule runs for the rigid window
       jobs (shortest first, no waiting time; elastic jobs get room by shrinking) whose best
@@ -398,6 +406,8 @@ class CoreActorPolicy(BasePolicy):
         eft_gain: The earliest-finish placement: the fraction (in [0, 1)) of its estimated
             finish time by waiting for its fastest type that placing a job now on a slower
             one must save; None = off.
+        evict_allowance: The actor's evictions and the rules' preemptions share one allowance
+            per job (see above).
     """
 
     event_driven = True
@@ -432,6 +442,7 @@ class CoreActorPolicy(BasePolicy):
         wake: str | None = None,
         critical_min_rel: float | None = None,
         eft_gain: float | None = None,
+        evict_allowance: bool = False,
     ) -> None:
         if settings.advance != "event":
             raise ValueError(
@@ -522,6 +533,7 @@ class CoreActorPolicy(BasePolicy):
         if eft_gain is not None and not 0.0 <= eft_gain < 1.0:
             raise ValueError(f"eft_gain={eft_gain!r} must be in [0, 1) or None")
         self.eft_gain = eft_gain
+        self.evict_allowance = bool(evict_allowance)
         self.counts = dict.fromkeys(COUNTERS, 0)
 
     def reset(
@@ -575,6 +587,10 @@ class CoreActorPolicy(BasePolicy):
         core = self.core
         if core is None:
             raise RuntimeError("decide() called before reset(); the runner calls reset() first")
+        if self.evict_allowance and core.cfg.preemptive:
+            # The actor's evictions spend the rules' allowance (class doc, evict_allowance).
+            jobs = np.arange(core.J)
+            core.evict_protected = self._preemptions(core) >= self._allowance(state, jobs)
         core.begin(state)
         if self.wake_time is not None and state.time >= self.wake_time - 1e-9:
             self.counts["wakeups"] += 1
@@ -943,7 +959,7 @@ class CoreActorPolicy(BasePolicy):
             # on up nodes.
             v = np.flatnonzero(
                 self._victim_shape(core, cur)
-                & (self._preempted[cur.job] < self._allowance(state, cur.job))
+                & (self._preemptions(core)[cur.job] < self._allowance(state, cur.job))
                 & ~self._critical[cur.job]
                 & core.node_up[cur.node]
             )
@@ -1001,6 +1017,13 @@ class CoreActorPolicy(BasePolicy):
         np.maximum.at(largest, cur.job, cl.node_gpus[cur.node])
         j = cur.job
         return G[j], per_job[j] > -(-G[j] // largest[j])
+
+    def _preemptions(self, core: StateCore) -> NDArray[np.int64]:
+        """Preemptions so far that count against each job's allowance, shape (J,): the rules',
+        plus, with ``evict_allowance``, the actor's evictions (:attr:`EnvCore.evictions`)."""
+        if self.evict_allowance:
+            return self._preempted + core.evictions
+        return self._preempted
 
     def _allowance(self, state: SimState, jobs: NDArray[np.int64]) -> NDArray[np.int64]:
         """How many preemptions by the rules each of ``jobs`` may have in all: ``preempt_max``,
@@ -1181,7 +1204,7 @@ class CoreActorPolicy(BasePolicy):
             self._victim_shape(core, cur)
             & best[cur.node]
             & (v_rem * self.critical_ratio <= est)
-            & (self._preempted[cur.job] < self._allowance(state, cur.job))
+            & (self._preemptions(core)[cur.job] < self._allowance(state, cur.job))
             & ~self._critical[cur.job]
         )
         if not ok_v.any():
@@ -1588,6 +1611,9 @@ class MAIFSPolicy(CoreActorPolicy):
             this fraction of its fastest speed (see :class:`CoreActorPolicy`); None = off.
         eft_gain: Turn on the earliest-finish placement with this saving (see
             :class:`CoreActorPolicy`); None = off.
+        evict_allowance: The network's evictions and the rules' preemptions share one
+            allowance per job (see :class:`CoreActorPolicy`; no effect without eviction
+            actions).
         window_order: Override the window order the agents see (``"arrival"``,
             ``"attained"``, ``"sjf"``, shortest estimated run time first, or ``"typed"``, each
             GPU type's shortest jobs in turn; see :class:`EnvSettings`); None = the
@@ -1642,6 +1668,7 @@ class MAIFSPolicy(CoreActorPolicy):
         wake: str | None = None,
         critical_min_rel: float | None = None,
         eft_gain: float | None = None,
+        evict_allowance: bool = False,
         window_order: str | None = None,
         ensemble: Sequence[str | Path] | None = None,
         evict_only: bool = False,
@@ -1714,6 +1741,7 @@ class MAIFSPolicy(CoreActorPolicy):
             wake=wake,
             critical_min_rel=critical_min_rel,
             eft_gain=eft_gain,
+            evict_allowance=evict_allowance,
         )
 
     def reset(

@@ -173,6 +173,11 @@ class EnvCore:
         evicted_this_round: Shape (J,) bool: the jobs an agent evicted in the current round
             (preemptive envs only). They wait in the window and may be placed again; the
             teacher (:mod:`hetsched.agents.teacher`) leaves them for the next round.
+        evict_protected: Shape (J,) bool, or None (the default): jobs no eviction action may
+            take off. The env never sets it; a policy acting through the core may (e.g.
+            :class:`hetsched.agents.policy.CoreActorPolicy` with ``evict_allowance``, which
+            shares its preemption rules' allowance with the learned evictions). Read when the
+            masks are built (:meth:`refresh`).
     """
 
     def __init__(
@@ -219,6 +224,7 @@ class EnvCore:
         self._common_cache: NDArray[np.float64] | None = None
         self._any_legal: bool | None = None
         self._evict_map: NDArray[np.int64] | None = None
+        self.evict_protected: NDArray[np.bool_] | None = None
         self.ma: MaskArrays
 
     # ------------------------------------------------------------------ episode
@@ -459,9 +465,25 @@ class EnvCore:
         cap = self.cfg.evict_max
         if cap is not None and m.any():  # the job's allowance is spent
             m &= self._evicted_n[self._cur.job[np.where(m, ent, 0)]] < cap
+        prot = self.evict_protected
+        if prot is not None and m.any():  # protected by whoever acts through the core
+            if prot.shape != (self.J,):
+                raise ValueError(
+                    f"evict_protected has shape {prot.shape}; it must be ({self.J},), one flag "
+                    "per job of the episode's workload"
+                )
+            m &= ~prot[self._cur.job[np.where(m, ent, 0)]]
         if not self.slot_ok.any():  # nothing waits: an eviction could only idle GPUs
             m[:] = False
         return m.astype(np.int8)
+
+    @property
+    def evictions(self) -> NDArray[np.int64]:
+        """Times each job was taken off by an eviction action this episode, shape (J,)
+        (a read-only view; all zero unless preemptive)."""
+        v = self._evicted_n.view()
+        v.flags.writeable = False
+        return v
 
     @property
     def any_evictable(self) -> bool:

@@ -117,6 +117,22 @@ def test_scheduler_preset_evict_only_setting() -> None:
     assert pol.net.placers == [False, True] and pol.net.evictors == [True, False]
 
 
+def test_scheduler_preset_evict_allowance_reaches_the_policy() -> None:
+    """``scheduler.maifs.evict_allowance`` (a rule of the preset) instantiates into the policy."""
+    from hydra.utils import instantiate
+
+    from hetsched.agents.config import MAIFS_RULES, preset_rules
+
+    assert "evict_allowance" in MAIFS_RULES and preset_rules()["evict_allowance"] is False
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        cfg = compose(
+            "evaluate",
+            overrides=["scheduler=maifs", "scheduler.maifs.evict_allowance=true"],
+        )
+    pol = instantiate(cfg.scheduler.maifs)
+    assert pol.evict_allowance is True and pol.settings.preemptive
+
+
 @pytest.mark.parametrize(
     ("preset", "member"), [("maifs_elastic", "elastic"), ("maifs_loaded", "loaded")]
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -391,6 +392,93 @@ def test_preemption_cap_per_job(max_times: int, every_s: float | None, expected:
     assert pol.run_stats()["preemptions"] == expected and int(res.preemptions[0]) == expected
     assert res.start_time[1] == 600.0
     assert (res.start_time[2] == 7200.0) == (expected == 2)
+
+
+def _evicting_actor(until_s: float = float("inf")) -> Callable[[EnvCore], np.ndarray]:
+    """First fit; when that places nothing, node 0 evicts its first resident job if legal
+    (only before ``until_s`` seconds of simulated time)."""
+
+    def act(core: EnvCore) -> np.ndarray:
+        a = _first_fit_actor(core)
+        assert core.sim is not None
+        if a[0] == 0 and core.sim.time < until_s and core.ma.mask[0, core.n_place] == 1:
+            a[0] = core.n_place
+        return a
+
+    return act
+
+
+def _evictions_of_a_long_job(until_s: float = float("inf"), **kw: Any) -> tuple[Any, SimResult]:
+    """The long j0 holds the only GPU; short jobs arrive at 600, 7200 and 14,400 s."""
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings
+
+    tm = tiny_tm()
+    cl = _one_gpu_cluster()
+    wl = make_workload([0.0, 600.0, 7200.0, 14400.0], [4e6, 100.0, 100.0, 100.0], [1, 1, 1, 1])
+    settings = EnvSettings(window=4, advance="event", round_s=60, preemptive=True)
+    settings = dataclasses.replace(settings, window_order="sjf")  # the short job first
+    pol = CoreActorPolicy(settings, _evicting_actor(until_s), **kw)
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    return pol, Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+
+
+@pytest.mark.parametrize(
+    ("kw", "evictions", "j2_start"),
+    [
+        ({}, 3, 7200.0),  # the learned evictions alone: unbounded (no evict_max)
+        ({"preempt_max": 1}, 3, 7200.0),  # the rules' allowance binds them only with the switch
+        ({"evict_allowance": True, "preempt_max": 1}, 1, None),  # j2 waits for j0 to end
+        ({"evict_allowance": True, "preempt_max": 2}, 2, 7200.0),
+        # one more per 10,000 s held: j0 has held the GPU ~7,100 s at 7,200 s (allowance 1,
+        # spent), ~14,300 s at 14,400 s (allowance 2): j2 gets the GPU when j3 arrives
+        ({"evict_allowance": True, "preempt_max": 1, "preempt_every_s": 10000.0}, 2, 14400.0),
+    ],
+)
+def test_evict_allowance_bounds_the_actors_evictions(
+    kw: dict[str, Any], evictions: int, j2_start: float | None
+) -> None:
+    pol, res = _evictions_of_a_long_job(**kw)
+    assert pol.core.evictions[0] == evictions == int(res.preemptions[0])
+    assert pol.core.evictions[1:].sum() == 0
+    assert res.start_time[1] == 600.0  # the first eviction is always within the allowance
+    if j2_start is None:
+        assert res.start_time[2] > res.finish_time[0]
+    else:
+        assert res.start_time[2] == j2_start
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_evict_allowance_counts_evictions_against_the_rules_victims(shared: bool) -> None:
+    # The actor evicts j0 once (for j1, at 600 s); at 7,200 s the preemption rule would take
+    # j0's GPU for j2 -- unless that eviction spent j0's allowance of one.
+    pol, res = _evictions_of_a_long_job(
+        until_s=1000.0, preempt_ratio=4.0, preempt_max=1, evict_allowance=shared
+    )
+    assert pol.core.evictions[0] == 1
+    assert pol.run_stats()["preemptions"] == (0 if shared else 1)  # its own allowance of one
+    assert (res.start_time[2] == 7200.0) == (not shared)
+    prot = pol.core.evict_protected  # set at each decision with the switch only
+    assert (prot is not None and bool(prot[0])) if shared else prot is None
+
+
+def test_evict_protected_masks_evictions_and_checks_its_shape() -> None:
+    pol, _ = _evictions_of_a_long_job()
+    core = pol.core
+    core.evict_protected = np.zeros(2, dtype=bool)
+    core._cur = Allocation(
+        job=[0], node=[0], gpus=[1], cpus=[4.0], mem=[16.0], share=[-1]
+    )  # j0 runs again
+    core._evict_map = None
+    core.slot_ok[:] = True
+    with pytest.raises(ValueError, match=r"evict_protected has shape \(2,\); it must be \(4,\)"):
+        core._evict_mask()
+    core.evict_protected = np.zeros(4, dtype=bool)
+    assert core._evict_mask()[0, 0] == 1
+    core.evict_protected[0] = True
+    assert core._evict_mask()[0, 0] == 0
+    with pytest.raises(ValueError, match="read-only"):
+        core.evictions[0] = 5
 
 
 def test_victim_shape_takes_gangs_only_on_the_fewest_nodes() -> None:

@@ -408,6 +408,12 @@ def parse_args(
         help="the network's evictions share the rules' preemption allowance per job",
     )
     ap.add_argument(
+        "--spare-critical",
+        dest="evict_critical",
+        action="store_false",
+        help="the network never evicts a job the makespan guard placed",
+    )
+    ap.add_argument(
         "--conflict",
         choices=CONFLICT_MODES,
         default=None,

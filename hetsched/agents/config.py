@@ -350,6 +350,8 @@ class MAIFSSchedulerConf:
             rules' allowance (``preempt_max`` plus one per ``preempt_every_s`` held) and may
             take only a job below it; the rules' victims count both (no effect without
             eviction actions): see :class:`hetsched.agents.policy.CoreActorPolicy`.
+        evict_critical: The network may evict a job the makespan guard placed (false: it is
+            spared, as the preemption rules spare it).
         actor: Who takes the decision steps: ``network`` (the trained agents) or ``teacher``
             (the checkpoint's behaviour-cloning heuristic with the same window, levels and
             rules; the ablation without the network): see
@@ -398,6 +400,7 @@ class MAIFSSchedulerConf:
     critical_min_rel: float | None = None
     eft_gain: float | None = None
     evict_allowance: bool = False
+    evict_critical: bool = True
     actor: str = "network"
     window_order: str | None = None
 

@@ -229,7 +229,8 @@ class CoreActorPolicy(BasePolicy):
       below that allowance (:attr:`EnvCore.evict_protected`, set at each decision); the
       rules' victims count both too. Without it the learned evictions are bounded only by the
       checkpoint's ``evict_max`` (none for the shipped one), and the rules count their own.
-      No effect on a network without eviction actions.
+      With ``evict_critical`` false the actor never evicts a job the makespan guard placed
+      either (the rules never take one). No effect on a network without eviction actions.
     * **Preemption for a much faster GPU** (``preempt_fast``, off by default; needs
       ``preempt_ratio``): before the actor's steps, the same rule runs for the rigid window
       jobs (shortest first, no waiting time; elastic jobs get room by shrinking) whose best
@@ -408,6 +409,8 @@ class CoreActorPolicy(BasePolicy):
             one must save; None = off.
         evict_allowance: The actor's evictions and the rules' preemptions share one allowance
             per job (see above).
+        evict_critical: The actor may evict a job the makespan guard placed (False: it is
+            spared, as by the rules).
     """
 
     event_driven = True
@@ -443,6 +446,7 @@ class CoreActorPolicy(BasePolicy):
         critical_min_rel: float | None = None,
         eft_gain: float | None = None,
         evict_allowance: bool = False,
+        evict_critical: bool = True,
     ) -> None:
         if settings.advance != "event":
             raise ValueError(
@@ -534,6 +538,7 @@ class CoreActorPolicy(BasePolicy):
             raise ValueError(f"eft_gain={eft_gain!r} must be in [0, 1) or None")
         self.eft_gain = eft_gain
         self.evict_allowance = bool(evict_allowance)
+        self.evict_critical = bool(evict_critical)
         self.counts = dict.fromkeys(COUNTERS, 0)
 
     def reset(
@@ -587,10 +592,8 @@ class CoreActorPolicy(BasePolicy):
         core = self.core
         if core is None:
             raise RuntimeError("decide() called before reset(); the runner calls reset() first")
-        if self.evict_allowance and core.cfg.preemptive:
-            # The actor's evictions spend the rules' allowance (class doc, evict_allowance).
-            jobs = np.arange(core.J)
-            core.evict_protected = self._preemptions(core) >= self._allowance(state, jobs)
+        if core.cfg.preemptive and (self.evict_allowance or not self.evict_critical):
+            core.evict_protected = self._evict_protected(core, state)
         core.begin(state)
         if self.wake_time is not None and state.time >= self.wake_time - 1e-9:
             self.counts["wakeups"] += 1
@@ -1017,6 +1020,16 @@ class CoreActorPolicy(BasePolicy):
         np.maximum.at(largest, cur.job, cl.node_gpus[cur.node])
         j = cur.job
         return G[j], per_job[j] > -(-G[j] // largest[j])
+
+    def _evict_protected(self, core: StateCore, state: SimState) -> NDArray[np.bool_]:
+        """Jobs the actor may not evict at this decision, shape (J,) (class doc:
+        ``evict_allowance`` and ``evict_critical``)."""
+        out = np.zeros(core.J, dtype=bool)
+        if self.evict_allowance:  # its evictions spend the rules' allowance
+            out |= self._preemptions(core) >= self._allowance(state, np.arange(core.J))
+        if not self.evict_critical:  # the makespan guard's jobs, as the rules spare them
+            out |= self._critical
+        return out
 
     def _preemptions(self, core: StateCore) -> NDArray[np.int64]:
         """Preemptions so far that count against each job's allowance, shape (J,): the rules',
@@ -1614,6 +1627,8 @@ class MAIFSPolicy(CoreActorPolicy):
         evict_allowance: The network's evictions and the rules' preemptions share one
             allowance per job (see :class:`CoreActorPolicy`; no effect without eviction
             actions).
+        evict_critical: The network may evict a job the makespan guard placed (False: it is
+            spared, as by the rules; see :class:`CoreActorPolicy`).
         window_order: Override the window order the agents see (``"arrival"``,
             ``"attained"``, ``"sjf"``, shortest estimated run time first, or ``"typed"``, each
             GPU type's shortest jobs in turn; see :class:`EnvSettings`); None = the
@@ -1669,6 +1684,7 @@ class MAIFSPolicy(CoreActorPolicy):
         critical_min_rel: float | None = None,
         eft_gain: float | None = None,
         evict_allowance: bool = False,
+        evict_critical: bool = True,
         window_order: str | None = None,
         ensemble: Sequence[str | Path] | None = None,
         evict_only: bool = False,
@@ -1742,6 +1758,7 @@ class MAIFSPolicy(CoreActorPolicy):
             critical_min_rel=critical_min_rel,
             eft_gain=eft_gain,
             evict_allowance=evict_allowance,
+            evict_critical=evict_critical,
         )
 
     def reset(

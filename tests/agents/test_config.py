@@ -118,19 +118,25 @@ def test_scheduler_preset_evict_only_setting() -> None:
 
 
 def test_scheduler_preset_evict_allowance_reaches_the_policy() -> None:
-    """``scheduler.maifs.evict_allowance`` (a rule of the preset) instantiates into the policy."""
+    """``evict_allowance`` and ``evict_critical`` (rules of the preset) reach the policy."""
     from hydra.utils import instantiate
 
     from hetsched.agents.config import MAIFS_RULES, preset_rules
 
-    assert "evict_allowance" in MAIFS_RULES and preset_rules()["evict_allowance"] is False
+    rules = preset_rules()
+    assert {"evict_allowance", "evict_critical"} <= set(MAIFS_RULES)
+    assert rules["evict_allowance"] is False and rules["evict_critical"] is True
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
         cfg = compose(
             "evaluate",
-            overrides=["scheduler=maifs", "scheduler.maifs.evict_allowance=true"],
+            overrides=[
+                "scheduler=maifs",
+                "scheduler.maifs.evict_allowance=true",
+                "scheduler.maifs.evict_critical=false",
+            ],
         )
     pol = instantiate(cfg.scheduler.maifs)
-    assert pol.evict_allowance is True and pol.settings.preemptive
+    assert pol.evict_allowance is True and pol.evict_critical is False and pol.settings.preemptive
 
 
 @pytest.mark.parametrize(

@@ -462,6 +462,18 @@ def test_evict_allowance_counts_evictions_against_the_rules_victims(shared: bool
     assert (prot is not None and bool(prot[0])) if shared else prot is None
 
 
+@pytest.mark.parametrize("evict_critical", [True, False])
+def test_evict_critical_false_spares_the_makespan_guards_jobs(evict_critical: bool) -> None:
+    # The makespan guard places the long j0 at once (it would finish after every running job);
+    # the actor may then evict it for each short job, unless evict_critical is false.
+    pol, res = _evictions_of_a_long_job(critical_s=3600.0, evict_critical=evict_critical)
+    evictions = 3 if evict_critical else 0
+    assert pol.core.evictions[0] == evictions and res.start_time[0] == 0.0
+    # The guard places j0 again after each eviction.
+    assert pol.run_stats()["critical_placements"] == 1 + evictions
+    assert (res.start_time[1] == 600.0) == evict_critical
+
+
 def test_evict_protected_masks_evictions_and_checks_its_shape() -> None:
     pol, _ = _evictions_of_a_long_job()
     core = pol.core

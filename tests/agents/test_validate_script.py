@@ -361,11 +361,15 @@ def test_evict_only_flag_reaches_the_policies_and_needs_members(
     assert "--evict-only: the --members vote on placements" in capsys.readouterr().err
 
 
-def test_evict_allowance_flag_reaches_the_policies(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_evict_allowance_and_spare_critical_flags_reach_the_policies(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     mod = _load()
     ck = str(ROOT / "checkpoints" / "maifs_default.pt")
     assert _scored_with(mod, monkeypatch, [ck, "--evict-allowance"])["evict_allowance"] is True
     assert _scored_with(mod, monkeypatch, [ck])["evict_allowance"] is False
+    assert _scored_with(mod, monkeypatch, [ck, "--spare-critical"])["evict_critical"] is False
+    assert _scored_with(mod, monkeypatch, [ck])["evict_critical"] is True
 
 
 def test_clusters_and_rules_off_reach_the_scoring(

@@ -414,6 +414,11 @@ def parse_args(
         help="the network never evicts a job the makespan guard placed",
     )
     ap.add_argument(
+        "--starve-first",
+        action="store_true",
+        help="the starvation guard also runs before the agents' steps, over every waiting job",
+    )
+    ap.add_argument(
         "--conflict",
         choices=CONFLICT_MODES,
         default=None,

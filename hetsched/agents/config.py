@@ -352,6 +352,9 @@ class MAIFSSchedulerConf:
             eviction actions): see :class:`hetsched.agents.policy.CoreActorPolicy`.
         evict_critical: The network may evict a job the makespan guard placed (false: it is
             spared, as the preemption rules spare it).
+        starve_first: The starvation guard also runs before the agents' steps, over every
+            waiting job, longest-waiting first (needs ``starve_guard_s``): see
+            :class:`hetsched.agents.policy.CoreActorPolicy`.
         actor: Who takes the decision steps: ``network`` (the trained agents) or ``teacher``
             (the checkpoint's behaviour-cloning heuristic with the same window, levels and
             rules; the ablation without the network): see
@@ -401,6 +404,7 @@ class MAIFSSchedulerConf:
     eft_gain: float | None = None
     evict_allowance: bool = False
     evict_critical: bool = True
+    starve_first: bool = False
     actor: str = "network"
     window_order: str | None = None
 

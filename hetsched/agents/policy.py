@@ -172,7 +172,12 @@ class CoreActorPolicy(BasePolicy):
       learned agents may leave a job waiting on idle GPUs for a faster node, but not forever.
       Being event-driven, the policy checks it at decision points (arrivals and completions).
       ``scheduler=maifs`` turns it on at 6 h (``conf/scheduler/maifs.yaml``; chosen on the
-      validation windows, ``docs/maifs_log.md``).
+      validation windows, ``docs/maifs_log.md``). With ``starve_first`` it also runs before
+      the actor's steps (and the preemption for a much faster GPU), over every waiting job,
+      not only the window's: the jobs that have waited ``starve_guard_s`` go to the window's
+      front, longest-waiting first, and are placed as above while one fits; then the window
+      goes back to its order. Classic aging: on a loaded cluster the actor's window (shortest
+      first) would otherwise take each node that frees before the guard looks.
     * **Migration to idle faster GPUs** (``migrate_gain``, off by default): the optional
       ``rebalance`` step of the reference design (``maifs.md`` section 2), restricted to moves.
       After the placements, a running job moves, with its GPU count and CPU and memory per GPU
@@ -411,6 +416,8 @@ class CoreActorPolicy(BasePolicy):
             per job (see above).
         evict_critical: The actor may evict a job the makespan guard placed (False: it is
             spared, as by the rules).
+        starve_first: The starvation guard also runs before the actor's steps, over every
+            waiting job (see above; needs ``starve_guard_s``).
     """
 
     event_driven = True
@@ -447,6 +454,7 @@ class CoreActorPolicy(BasePolicy):
         eft_gain: float | None = None,
         evict_allowance: bool = False,
         evict_critical: bool = True,
+        starve_first: bool = False,
     ) -> None:
         if settings.advance != "event":
             raise ValueError(
@@ -461,6 +469,9 @@ class CoreActorPolicy(BasePolicy):
         if starve_guard_s is not None and not starve_guard_s >= 0:
             raise ValueError(f"starve_guard_s={starve_guard_s!r} must be >= 0 seconds or None")
         self.starve_guard_s = starve_guard_s
+        if starve_first and starve_guard_s is None:
+            raise ValueError("starve_first=True needs the starvation guard: set starve_guard_s")
+        self.starve_first = bool(starve_first)
         if migrate_gain is not None and not 0.0 <= migrate_gain < 1.0:
             raise ValueError(f"migrate_gain={migrate_gain!r} must be in [0, 1) or None")
         self.migrate_gain = migrate_gain
@@ -599,6 +610,10 @@ class CoreActorPolicy(BasePolicy):
             self.counts["wakeups"] += 1
         if self.critical_s is not None:
             self.counts["critical_placements"] += self._guard_makespan(core, state, self.critical_s)
+        if self.starve_first and self.starve_guard_s is not None:
+            self.counts["guard_placements"] += self._place_starved_first(
+                core, state.time, self.starve_guard_s
+            )
         if self.preempt_fast is not None and self.preempt_ratio is not None:
             self.counts["fast_preemptions"] += self._preempt(
                 core, state, self.preempt_ratio, self.preempt_fast
@@ -1519,6 +1534,23 @@ class CoreActorPolicy(BasePolicy):
         actions[n] = int(core.codec.encode(k, g1, c1, m1))
         return actions
 
+    def _place_starved_first(self, core: StateCore, now: float, wait_s: float) -> int:
+        """The starvation guard over every waiting job, before the actor (``starve_first``):
+        the starved jobs go to the window's front, longest-waiting first, and are placed while
+        one fits; the window order is restored. Returns the jobs placed."""
+        assert core.wl is not None
+        waited = now - core.wl.arrival[core.pending]
+        starved = waited >= wait_s
+        if not starved.any():
+            return 0
+        order = np.argsort(np.where(starved, -waited, np.inf), kind="stable")
+        core.reorder_pending(order)
+        placed = self._place_each(
+            core, lambda: self._rule_hold(core, self._starved_claim(core, now, wait_s))
+        )
+        core.reorder_pending(np.argsort(order))  # the window goes back to the actor's order
+        return placed
+
     @staticmethod
     def _starved_claim(core: EnvCore, now: float, wait_s: float) -> NDArray[np.int64] | None:
         """Actions placing the longest-waiting starved window job at its request, or None."""
@@ -1629,6 +1661,8 @@ class MAIFSPolicy(CoreActorPolicy):
             actions).
         evict_critical: The network may evict a job the makespan guard placed (False: it is
             spared, as by the rules; see :class:`CoreActorPolicy`).
+        starve_first: The starvation guard also runs before the agents' steps, over every
+            waiting job (see :class:`CoreActorPolicy`; needs ``starve_guard_s``).
         window_order: Override the window order the agents see (``"arrival"``,
             ``"attained"``, ``"sjf"``, shortest estimated run time first, or ``"typed"``, each
             GPU type's shortest jobs in turn; see :class:`EnvSettings`); None = the
@@ -1685,6 +1719,7 @@ class MAIFSPolicy(CoreActorPolicy):
         eft_gain: float | None = None,
         evict_allowance: bool = False,
         evict_critical: bool = True,
+        starve_first: bool = False,
         window_order: str | None = None,
         ensemble: Sequence[str | Path] | None = None,
         evict_only: bool = False,
@@ -1759,6 +1794,7 @@ class MAIFSPolicy(CoreActorPolicy):
             eft_gain=eft_gain,
             evict_allowance=evict_allowance,
             evict_critical=evict_critical,
+            starve_first=starve_first,
         )
 
     def reset(

@@ -474,6 +474,32 @@ def test_evict_critical_false_spares_the_makespan_guards_jobs(evict_critical: bo
     assert (res.start_time[1] == 600.0) == evict_critical
 
 
+@pytest.mark.parametrize("first", [False, True])
+def test_starve_first_places_a_starved_gang_before_the_actors_short_jobs(first: bool) -> None:
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings
+
+    tm = tiny_tm()
+    cl = make_cluster([{"gpu_type": "a100", "count": 1, "gpus": 4, "cpus": 32, "mem_gib": 128}])
+    # j0 holds the node's 4 GPUs until 25,000 s; j1 (4 GPUs) waits from 60 s; the short j2 and
+    # j3 (1 GPU) arrive at 20,000 s. When j0 ends, the shortest-first actor takes the node for
+    # j2 and j3 and j1 starves on; with starve_first the guard places j1 first.
+    wl = make_workload([0.0, 60.0, 2e4, 2e4], [4e5, 4e5, 1e4, 1e4], [4, 4, 1, 1])
+    settings = dataclasses.replace(
+        EnvSettings(window=4, advance="event", round_s=60), window_order="sjf"
+    )
+    pol = CoreActorPolicy(settings, _first_fit_actor, starve_guard_s=3600.0, starve_first=first)
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+    assert res.finish_time[0] == pytest.approx(25000.0)
+    if first:
+        assert res.start_time[1] < 25100.0 and (res.start_time[2:] >= res.finish_time[1]).all()
+    else:
+        assert res.start_time[2] < 25100.0 and res.start_time[1] >= res.finish_time[2]
+    with pytest.raises(ValueError, match="starve_first=True needs the starvation guard"):
+        CoreActorPolicy(settings, _first_fit_actor, starve_first=True)
+
+
 def test_evict_protected_masks_evictions_and_checks_its_shape() -> None:
     pol, _ = _evictions_of_a_long_job()
     core = pol.core

@@ -361,7 +361,7 @@ def test_evict_only_flag_reaches_the_policies_and_needs_members(
     assert "--evict-only: the --members vote on placements" in capsys.readouterr().err
 
 
-def test_evict_allowance_and_spare_critical_flags_reach_the_policies(
+def test_evict_allowance_spare_critical_and_starve_first_flags_reach_the_policies(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     mod = _load()
@@ -370,6 +370,8 @@ def test_evict_allowance_and_spare_critical_flags_reach_the_policies(
     assert _scored_with(mod, monkeypatch, [ck])["evict_allowance"] is False
     assert _scored_with(mod, monkeypatch, [ck, "--spare-critical"])["evict_critical"] is False
     assert _scored_with(mod, monkeypatch, [ck])["evict_critical"] is True
+    assert _scored_with(mod, monkeypatch, [ck, "--starve-first"])["starve_first"] is True
+    assert _scored_with(mod, monkeypatch, [ck])["starve_first"] is False
 
 
 def test_clusters_and_rules_off_reach_the_scoring(

@@ -177,7 +177,8 @@ class CoreActorPolicy(BasePolicy):
       not only the window's: the jobs that have waited ``starve_guard_s`` go to the window's
       front, longest-waiting first, and are placed as above while one fits; then the window
       goes back to its order. Classic aging: on a loaded cluster the actor's window (shortest
-      first) would otherwise take each node that frees before the guard looks.
+      first) would otherwise take each node that frees before the guard looks. Tried on
+      validation, not adopted: worse on both avg JCT and makespan (``docs/maifs_log.md``).
     * **Migration to idle faster GPUs** (``migrate_gain``, off by default): the optional
       ``rebalance`` step of the reference design (``maifs.md`` section 2), restricted to moves.
       After the placements, a running job moves, with its GPU count and CPU and memory per GPU
@@ -236,6 +237,7 @@ class CoreActorPolicy(BasePolicy):
       checkpoint's ``evict_max`` (none for the shipped one), and the rules count their own.
       With ``evict_critical`` false the actor never evicts a job the makespan guard placed
       either (the rules never take one). No effect on a network without eviction actions.
+      Both tried with the shipped ensemble on validation, not adopted (``docs/maifs_log.md``).
     * **Preemption for a much faster GPU** (``preempt_fast``, off by default; needs
       ``preempt_ratio``): before the actor's steps, the same rule runs for the rigid window
       jobs (shortest first, no waiting time; elastic jobs get room by shrinking) whose best

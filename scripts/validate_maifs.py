@@ -419,6 +419,11 @@ def parse_args(
         help="the starvation guard also runs before the agents' steps, over every waiting job",
     )
     ap.add_argument(
+        "--critical-spread-cpu",
+        action="store_true",
+        help="the makespan guard's spread placements take the most CPU legal",
+    )
+    ap.add_argument(
         "--conflict",
         choices=CONFLICT_MODES,
         default=None,

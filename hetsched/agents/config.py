@@ -355,6 +355,9 @@ class MAIFSSchedulerConf:
         starve_first: The starvation guard also runs before the agents' steps, over every
             waiting job, longest-waiting first (needs ``starve_guard_s``): see
             :class:`hetsched.agents.policy.CoreActorPolicy`.
+        critical_spread_cpu: The makespan guard's placements over several nodes take the most
+            CPU every node of the gang has room for, as its one-node placements do (false:
+            the requested CPU): see :class:`hetsched.agents.policy.CoreActorPolicy`.
         actor: Who takes the decision steps: ``network`` (the trained agents) or ``teacher``
             (the checkpoint's behaviour-cloning heuristic with the same window, levels and
             rules; the ablation without the network): see
@@ -405,6 +408,7 @@ class MAIFSSchedulerConf:
     evict_allowance: bool = False
     evict_critical: bool = True
     starve_first: bool = False
+    critical_spread_cpu: bool = False
     actor: str = "network"
     window_order: str | None = None
 

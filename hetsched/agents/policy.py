@@ -314,7 +314,9 @@ class CoreActorPolicy(BasePolicy):
       rate on that type is higher spread over several nodes than packed on the fewest (the
       throughput table has such entries, e.g. imagenet on 8 V100s: 3,510 against 2,055
       samples/s) is instead placed at its request over two or more nodes of that type with
-      free room (the most free GPUs first, none taking all of it), without preemption. A job
+      free room (the most free GPUs first, none taking all of it), without preemption (with
+      ``critical_spread_cpu``, at the highest CPU level every node of the gang has the cores
+      for, as one-node placements take the most CPU legal; else at the requested CPU). A job
       placed by
       this guard is never a victim of the preemption for short jobs. Under a shortest-first
       window the job that sets the makespan waits for the queue of short jobs to drain (on a
@@ -420,6 +422,9 @@ class CoreActorPolicy(BasePolicy):
             spared, as by the rules).
         starve_first: The starvation guard also runs before the actor's steps, over every
             waiting job (see above; needs ``starve_guard_s``).
+        critical_spread_cpu: The makespan guard's placements over several nodes take the
+            most CPU every node of the gang has room for, as its one-node placements do
+            (False: the requested CPU).
     """
 
     event_driven = True
@@ -457,6 +462,7 @@ class CoreActorPolicy(BasePolicy):
         evict_allowance: bool = False,
         evict_critical: bool = True,
         starve_first: bool = False,
+        critical_spread_cpu: bool = False,
     ) -> None:
         if settings.advance != "event":
             raise ValueError(
@@ -474,6 +480,7 @@ class CoreActorPolicy(BasePolicy):
         if starve_first and starve_guard_s is None:
             raise ValueError("starve_first=True needs the starvation guard: set starve_guard_s")
         self.starve_first = bool(starve_first)
+        self.critical_spread_cpu = bool(critical_spread_cpu)
         if migrate_gain is not None and not 0.0 <= migrate_gain < 1.0:
             raise ValueError(f"migrate_gain={migrate_gain!r} must be in [0, 1) or None")
         self.migrate_gain = migrate_gain
@@ -1223,7 +1230,8 @@ class CoreActorPolicy(BasePolicy):
         t = int(cl.node_type[int(np.argmax(best))])
         packed, spread = core.tm.isolated(wl.model[j], t, G, np.array([False, True]))
         if spread > packed:  # the measured rates favour spreading it over nodes
-            return self._place_spread(core, best) or self._place_slower(core, speed)
+            placed = self._place_spread(core, best, most_cpu=self.critical_spread_cpu)
+            return placed or self._place_slower(core, speed)
         single = core.ma.single[:, 0, g1, c1, m1] & best
         if single.any():  # it fits now: the node with the fewest free GPUs that holds it
             n = self._fewest_free(core, single)
@@ -1285,9 +1293,11 @@ class CoreActorPolicy(BasePolicy):
         return self._claim_most_cpu(core, n)
 
     @staticmethod
-    def _place_spread(core: StateCore, best: NDArray[np.bool_]) -> bool:
+    def _place_spread(core: StateCore, best: NDArray[np.bool_], most_cpu: bool = False) -> bool:
         """Place window slot 0 at its request over two or more ``best`` nodes with free room
-        (no node takes all of it); return whether it was placed."""
+        (no node takes all of it); return whether it was placed. With ``most_cpu`` the gang
+        then takes the highest CPU level that every one of its nodes has the cores for (one
+        level for the gang; the request's level at least)."""
         wl, jt = core.wl, core.jt
         assert wl is not None and jt is not None
         g1, c1, m1 = core.features.one
@@ -1312,7 +1322,15 @@ class CoreActorPolicy(BasePolicy):
         nodes, g = out
         i = np.searchsorted(members, nodes)
         gf = g.astype(np.float64)
-        core.place(j, nodes, g, gf * c[i], gf * m[i])
+        cpus = gf * c[i]
+        if most_cpu:
+            per_gpu = cpg[nodes, 0, :]  # (E, L_c) cores per GPU at each CPU level
+            fits = (per_gpu * gf[:, None] <= core.free_c[nodes, None] + EPS).all(axis=0)
+            levels = np.flatnonzero(fits & (per_gpu.min(axis=0) >= c[i].max() - EPS))
+            if levels.size:  # the level with the most cores that every node has room for
+                best_level = int(levels[np.argmax(per_gpu[:, levels].sum(axis=0))])
+                cpus = gf * per_gpu[:, best_level]
+        core.place(j, nodes, g, cpus, gf * m[i])
         return True
 
     @staticmethod
@@ -1665,6 +1683,8 @@ class MAIFSPolicy(CoreActorPolicy):
             spared, as by the rules; see :class:`CoreActorPolicy`).
         starve_first: The starvation guard also runs before the agents' steps, over every
             waiting job (see :class:`CoreActorPolicy`; needs ``starve_guard_s``).
+        critical_spread_cpu: The makespan guard's spread placements take the most CPU legal
+            (see :class:`CoreActorPolicy`).
         window_order: Override the window order the agents see (``"arrival"``,
             ``"attained"``, ``"sjf"``, shortest estimated run time first, or ``"typed"``, each
             GPU type's shortest jobs in turn; see :class:`EnvSettings`); None = the
@@ -1722,6 +1742,7 @@ class MAIFSPolicy(CoreActorPolicy):
         evict_allowance: bool = False,
         evict_critical: bool = True,
         starve_first: bool = False,
+        critical_spread_cpu: bool = False,
         window_order: str | None = None,
         ensemble: Sequence[str | Path] | None = None,
         evict_only: bool = False,
@@ -1797,6 +1818,7 @@ class MAIFSPolicy(CoreActorPolicy):
             evict_allowance=evict_allowance,
             evict_critical=evict_critical,
             starve_first=starve_first,
+            critical_spread_cpu=critical_spread_cpu,
         )
 
     def reset(

@@ -1253,6 +1253,38 @@ def test_makespan_guard_spreads_a_job_that_runs_faster_spread(
     assert res.preemptions.tolist() == [preempted, 0, 0]
 
 
+@pytest.mark.parametrize("most_cpu", [False, True])
+def test_makespan_guard_spread_placement_cpu(most_cpu: bool) -> None:
+    from hetsched.agents.policy import CoreActorPolicy
+    from hetsched.envs.spaces import EnvSettings
+
+    # As above (spread faster): j2 spreads 2 + 1 over nodes 0 and 1, which have 24 and 20 of
+    # their 32 cores free. At the request that is 4 cores per GPU; with critical_spread_cpu the
+    # highest CPU level both nodes have room for: 2.0x, 8 cores per GPU (16 + 8 <= 24, 20).
+    cl = make_cluster([{"gpu_type": "a100", "count": 2, "gpus": 4, "cpus": 32, "mem_gib": 128}])
+    wl = make_workload([0.0, 0.0, 60.0], [7200.0, 10800.0, 4e5], [2, 3, 3])
+    tm = make_tm(spread_factor=1.5)
+    settings = EnvSettings(window=4, advance="event", round_s=60)
+    pol = CoreActorPolicy(
+        settings, _first_fit_actor, critical_s=36000.0, critical_spread_cpu=most_cpu
+    )
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    got: dict[int, float] = {}
+    decide = pol.decide
+
+    def spy(state: SimState) -> Allocation:
+        alloc = decide(state)
+        if state.time == 60.0:
+            m = alloc.job == 2
+            got.update(zip(alloc.node[m].tolist(), alloc.cpus[m].tolist(), strict=True))
+        return alloc
+
+    pol.decide = spy  # type: ignore[method-assign]
+    Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+    assert max(settings.levels.cpu) == 2.0
+    assert got == ({0: 16.0, 1: 8.0} if most_cpu else {0: 8.0, 1: 4.0})
+
+
 @pytest.mark.parametrize("min_rel", [None, 0.5, 0.25])
 def test_makespan_guard_uses_a_slower_type_when_its_fastest_is_held(
     min_rel: float | None,

@@ -372,6 +372,7 @@ def test_evict_allowance_spare_critical_and_starve_first_flags_reach_the_policie
     assert _scored_with(mod, monkeypatch, [ck])["evict_critical"] is True
     assert _scored_with(mod, monkeypatch, [ck, "--starve-first"])["starve_first"] is True
     assert _scored_with(mod, monkeypatch, [ck])["starve_first"] is False
+    assert _scored_with(mod, monkeypatch, [ck, "--critical-spread-cpu"])["critical_spread_cpu"]
 
 
 def test_clusters_and_rules_off_reach_the_scoring(

@@ -424,6 +424,12 @@ def parse_args(
         help="the makespan guard's spread placements take the most CPU legal",
     )
     ap.add_argument(
+        "--critical-min-rel-s",
+        type=float,
+        default=None,
+        help="only jobs estimated this long (s) may be placed on a slower type by the guard",
+    )
+    ap.add_argument(
         "--conflict",
         choices=CONFLICT_MODES,
         default=None,

@@ -358,6 +358,8 @@ class MAIFSSchedulerConf:
         critical_spread_cpu: The makespan guard's placements over several nodes take the most
             CPU every node of the gang has room for, as its one-node placements do (false:
             the requested CPU): see :class:`hetsched.agents.policy.CoreActorPolicy`.
+        critical_min_rel_s: Shortest estimated run time (s) of a job the makespan guard may
+            place on a slower type (``critical_min_rel``); null = every job it guards.
         actor: Who takes the decision steps: ``network`` (the trained agents) or ``teacher``
             (the checkpoint's behaviour-cloning heuristic with the same window, levels and
             rules; the ablation without the network): see
@@ -409,6 +411,7 @@ class MAIFSSchedulerConf:
     evict_critical: bool = True
     starve_first: bool = False
     critical_spread_cpu: bool = False
+    critical_min_rel_s: float | None = None
     actor: str = "network"
     window_order: str | None = None
 

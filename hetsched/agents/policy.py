@@ -425,6 +425,8 @@ class CoreActorPolicy(BasePolicy):
         critical_spread_cpu: The makespan guard's placements over several nodes take the
             most CPU every node of the gang has room for, as its one-node placements do
             (False: the requested CPU).
+        critical_min_rel_s: Shortest estimated run time (s) of a job the makespan guard may
+            place on a slower type (``critical_min_rel``); None = every job it guards.
     """
 
     event_driven = True
@@ -463,6 +465,7 @@ class CoreActorPolicy(BasePolicy):
         evict_critical: bool = True,
         starve_first: bool = False,
         critical_spread_cpu: bool = False,
+        critical_min_rel_s: float | None = None,
     ) -> None:
         if settings.advance != "event":
             raise ValueError(
@@ -538,6 +541,9 @@ class CoreActorPolicy(BasePolicy):
         if critical_min_rel is not None and not 0.0 < critical_min_rel <= 1.0:
             raise ValueError(f"critical_min_rel={critical_min_rel!r} must be in (0, 1] or None")
         self.critical_min_rel = critical_min_rel
+        if critical_min_rel_s is not None and not critical_min_rel_s >= 0:
+            raise ValueError(f"critical_min_rel_s={critical_min_rel_s!r} must be >= 0 s or None")
+        self.critical_min_rel_s = float(critical_min_rel_s or 0.0)
         self._critical = np.zeros(0, dtype=np.bool_)
         if mem_hold_phi is not None and not 0.0 < mem_hold_phi <= 1.0:
             raise ValueError(f"mem_hold_phi={mem_hold_phi!r} must be in (0, 1] or None")
@@ -1231,7 +1237,7 @@ class CoreActorPolicy(BasePolicy):
         packed, spread = core.tm.isolated(wl.model[j], t, G, np.array([False, True]))
         if spread > packed:  # the measured rates favour spreading it over nodes
             placed = self._place_spread(core, best, most_cpu=self.critical_spread_cpu)
-            return placed or self._place_slower(core, speed)
+            return placed or self._place_slower(core, speed, est)
         single = core.ma.single[:, 0, g1, c1, m1] & best
         if single.any():  # it fits now: the node with the fewest free GPUs that holds it
             n = self._fewest_free(core, single)
@@ -1246,7 +1252,7 @@ class CoreActorPolicy(BasePolicy):
             & ~self._critical[cur.job]
         )
         if not ok_v.any():
-            return self._place_slower(core, speed)
+            return self._place_slower(core, speed, est)
         cpg, mpg, mem_ok = core.features.window_amounts(
             jt, wl, core.window, core.slot_ok, core.node_up
         )
@@ -1267,7 +1273,7 @@ class CoreActorPolicy(BasePolicy):
             if pick is None or cost < pick[0]:
                 pick = (cost, int(node), cur.job[take])
         if pick is None:
-            return self._place_slower(core, speed)
+            return self._place_slower(core, speed, est)
         _, n, victims = pick
         core.release(victims)
         self._preempted[victims] += 1
@@ -1276,12 +1282,14 @@ class CoreActorPolicy(BasePolicy):
             raise RuntimeError(f"makespan guard: node {n} did not hold job {j} after preemption")
         return True
 
-    def _place_slower(self, core: StateCore, speed: NDArray[np.float64]) -> bool:
+    def _place_slower(self, core: StateCore, speed: NDArray[np.float64], est: float) -> bool:
         """The makespan guard's last resort (``critical_min_rel``; None = none): place window
-        slot 0 at its request on one node of the fastest type that holds it now, if that type
-        runs it at least ``critical_min_rel`` of its fastest speed (``speed``: per node,
-        relative to it, shape (N,); the fewest free GPUs first); return whether it was placed."""
-        if self.critical_min_rel is None:
+        slot 0 (estimated to run ``est`` s on its fastest type) at its request on one node of
+        the fastest type that holds it now, if that type runs it at least ``critical_min_rel``
+        of its fastest speed (``speed``: per node, relative to it, shape (N,); the fewest free
+        GPUs first) and ``est`` is at least ``critical_min_rel_s``; return whether it was
+        placed."""
+        if self.critical_min_rel is None or est < self.critical_min_rel_s:
             return False
         g1, c1, m1 = core.features.one
         ok = core.ma.single[:, 0, g1, c1, m1] & core.node_up
@@ -1685,6 +1693,8 @@ class MAIFSPolicy(CoreActorPolicy):
             waiting job (see :class:`CoreActorPolicy`; needs ``starve_guard_s``).
         critical_spread_cpu: The makespan guard's spread placements take the most CPU legal
             (see :class:`CoreActorPolicy`).
+        critical_min_rel_s: Shortest estimated run time (s) of a job the makespan guard may
+            place on a slower type (see :class:`CoreActorPolicy`); None = every job it guards.
         window_order: Override the window order the agents see (``"arrival"``,
             ``"attained"``, ``"sjf"``, shortest estimated run time first, or ``"typed"``, each
             GPU type's shortest jobs in turn; see :class:`EnvSettings`); None = the
@@ -1743,6 +1753,7 @@ class MAIFSPolicy(CoreActorPolicy):
         evict_critical: bool = True,
         starve_first: bool = False,
         critical_spread_cpu: bool = False,
+        critical_min_rel_s: float | None = None,
         window_order: str | None = None,
         ensemble: Sequence[str | Path] | None = None,
         evict_only: bool = False,
@@ -1819,6 +1830,7 @@ class MAIFSPolicy(CoreActorPolicy):
             evict_critical=evict_critical,
             starve_first=starve_first,
             critical_spread_cpu=critical_spread_cpu,
+            critical_min_rel_s=critical_min_rel_s,
         )
 
     def reset(

@@ -1285,9 +1285,18 @@ def test_makespan_guard_spread_placement_cpu(most_cpu: bool) -> None:
     assert got == ({0: 16.0, 1: 8.0} if most_cpu else {0: 8.0, 1: 4.0})
 
 
-@pytest.mark.parametrize("min_rel", [None, 0.5, 0.25])
+@pytest.mark.parametrize(
+    ("min_rel", "min_rel_s", "slower"),
+    [
+        (None, None, False),
+        (0.5, None, False),
+        (0.25, None, True),
+        (0.25, 1e5, True),  # j1 is estimated at 8e6 / (4 x 4) = 5e5 s: long enough
+        (0.25, 1e6, False),  # the fallback is kept to jobs of 1e6 s and more
+    ],
+)
 def test_makespan_guard_uses_a_slower_type_when_its_fastest_is_held(
-    min_rel: float | None,
+    min_rel: float | None, min_rel_s: float | None, slower: bool
 ) -> None:
     from hetsched.agents.policy import CoreActorPolicy
     from hetsched.envs.spaces import EnvSettings
@@ -1304,11 +1313,12 @@ def test_makespan_guard_uses_a_slower_type_when_its_fastest_is_held(
         only_job0,
         critical_s=36000.0,
         critical_min_rel=min_rel,
+        critical_min_rel_s=min_rel_s,
     )
     pol.reset(cl, wl, tiny_tm(), np.random.default_rng(0))
     res = Simulator(cl, wl, tiny_tm(), SimConfig(round_s=60)).run(pol)
     assert res.start_time[0] == 0.0 and res.gpu_s_by_type[0, T4] == 0.0
-    if min_rel == 0.25:  # the T4s are fast enough: j1 starts there at once
+    if slower:  # the T4s are fast enough: j1 starts there at once
         assert res.start_time[1] == 60.0 and res.gpu_s_by_type[1, T4] > 0.0
         assert pol.run_stats()["critical_placements"] == 2
     else:  # it waits for the A100s (the T4s run it below min_rel of its speed)
@@ -1322,6 +1332,7 @@ def test_makespan_guard_uses_a_slower_type_when_its_fastest_is_held(
         ({"critical_ratio": 1.0}, "critical_ratio"),
         ({"critical_wait_s": -5.0}, "critical_wait_s"),
         ({"critical_min_rel": 0.0}, "critical_min_rel"),
+        ({"critical_min_rel_s": -1.0}, "critical_min_rel_s"),
     ],
 )
 def test_makespan_guard_arguments_are_checked(kwargs: dict[str, float], match: str) -> None:

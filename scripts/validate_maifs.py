@@ -430,6 +430,11 @@ def parse_args(
         help="only jobs estimated this long (s) may be placed on a slower type by the guard",
     )
     ap.add_argument(
+        "--critical-slow-eft",
+        action="store_true",
+        help="the guard's slower-type placement only when it finishes sooner than waiting",
+    )
+    ap.add_argument(
         "--conflict",
         choices=CONFLICT_MODES,
         default=None,

@@ -360,6 +360,9 @@ class MAIFSSchedulerConf:
             the requested CPU): see :class:`hetsched.agents.policy.CoreActorPolicy`.
         critical_min_rel_s: Shortest estimated run time (s) of a job the makespan guard may
             place on a slower type (``critical_min_rel``); null = every job it guards.
+        critical_slow_eft: The makespan guard places a job on a slower type only when it would
+            finish there before it would by waiting for its fastest type (estimated from the
+            running jobs' remaining times).
         actor: Who takes the decision steps: ``network`` (the trained agents) or ``teacher``
             (the checkpoint's behaviour-cloning heuristic with the same window, levels and
             rules; the ablation without the network): see
@@ -412,6 +415,7 @@ class MAIFSSchedulerConf:
     starve_first: bool = False
     critical_spread_cpu: bool = False
     critical_min_rel_s: float | None = None
+    critical_slow_eft: bool = False
     actor: str = "network"
     window_order: str | None = None
 

@@ -427,6 +427,8 @@ class CoreActorPolicy(BasePolicy):
             (False: the requested CPU).
         critical_min_rel_s: Shortest estimated run time (s) of a job the makespan guard may
             place on a slower type (``critical_min_rel``); None = every job it guards.
+        critical_slow_eft: The makespan guard places a job on a slower type only when it
+            would finish there before it would by waiting for its fastest type (estimated).
     """
 
     event_driven = True
@@ -466,6 +468,7 @@ class CoreActorPolicy(BasePolicy):
         starve_first: bool = False,
         critical_spread_cpu: bool = False,
         critical_min_rel_s: float | None = None,
+        critical_slow_eft: bool = False,
     ) -> None:
         if settings.advance != "event":
             raise ValueError(
@@ -544,6 +547,7 @@ class CoreActorPolicy(BasePolicy):
         if critical_min_rel_s is not None and not critical_min_rel_s >= 0:
             raise ValueError(f"critical_min_rel_s={critical_min_rel_s!r} must be >= 0 s or None")
         self.critical_min_rel_s = float(critical_min_rel_s or 0.0)
+        self.critical_slow_eft = bool(critical_slow_eft)
         self._critical = np.zeros(0, dtype=np.bool_)
         if mem_hold_phi is not None and not 0.0 < mem_hold_phi <= 1.0:
             raise ValueError(f"mem_hold_phi={mem_hold_phi!r} must be in (0, 1] or None")
@@ -1237,7 +1241,7 @@ class CoreActorPolicy(BasePolicy):
         packed, spread = core.tm.isolated(wl.model[j], t, G, np.array([False, True]))
         if spread > packed:  # the measured rates favour spreading it over nodes
             placed = self._place_spread(core, best, most_cpu=self.critical_spread_cpu)
-            return placed or self._place_slower(core, speed, est)
+            return placed or self._place_slower(core, speed, est, cur, v_rem)
         single = core.ma.single[:, 0, g1, c1, m1] & best
         if single.any():  # it fits now: the node with the fewest free GPUs that holds it
             n = self._fewest_free(core, single)
@@ -1252,7 +1256,7 @@ class CoreActorPolicy(BasePolicy):
             & ~self._critical[cur.job]
         )
         if not ok_v.any():
-            return self._place_slower(core, speed, est)
+            return self._place_slower(core, speed, est, cur, v_rem)
         cpg, mpg, mem_ok = core.features.window_amounts(
             jt, wl, core.window, core.slot_ok, core.node_up
         )
@@ -1273,7 +1277,7 @@ class CoreActorPolicy(BasePolicy):
             if pick is None or cost < pick[0]:
                 pick = (cost, int(node), cur.job[take])
         if pick is None:
-            return self._place_slower(core, speed, est)
+            return self._place_slower(core, speed, est, cur, v_rem)
         _, n, victims = pick
         core.release(victims)
         self._preempted[victims] += 1
@@ -1282,13 +1286,22 @@ class CoreActorPolicy(BasePolicy):
             raise RuntimeError(f"makespan guard: node {n} did not hold job {j} after preemption")
         return True
 
-    def _place_slower(self, core: StateCore, speed: NDArray[np.float64], est: float) -> bool:
+    def _place_slower(
+        self,
+        core: StateCore,
+        speed: NDArray[np.float64],
+        est: float,
+        cur: Allocation,
+        v_rem: NDArray[np.float64],
+    ) -> bool:
         """The makespan guard's last resort (``critical_min_rel``; None = none): place window
         slot 0 (estimated to run ``est`` s on its fastest type) at its request on one node of
         the fastest type that holds it now, if that type runs it at least ``critical_min_rel``
         of its fastest speed (``speed``: per node, relative to it, shape (N,); the fewest free
-        GPUs first) and ``est`` is at least ``critical_min_rel_s``; return whether it was
-        placed."""
+        GPUs first) and ``est`` is at least ``critical_min_rel_s``; with
+        ``critical_slow_eft``, only if it would finish there before it would by waiting for a
+        node of its fastest type (``cur``'s entries ending after ``v_rem`` s, as the
+        earliest-finish placement estimates it). Returns whether it was placed."""
         if self.critical_min_rel is None or est < self.critical_min_rel_s:
             return False
         g1, c1, m1 = core.features.one
@@ -1297,6 +1310,16 @@ class CoreActorPolicy(BasePolicy):
         if not ok.any():
             return False
         ok &= speed >= speed[ok].max() - 1e-9
+        if self.critical_slow_eft:
+            assert core.wl is not None
+            G = int(core.wl.req_gpus[int(core.window[0])])
+            fastest = core.node_up & (speed >= speed.max() - 1e-9)
+            fastest &= core.cluster.node_gpus >= G
+            if fastest.any():
+                rem = np.where(np.isfinite(v_rem), v_rem, np.inf)
+                wait = float(self._free_times(core, cur, rem)[fastest, G].min())
+                if est / float(speed[ok].max()) >= wait + est:
+                    return False  # waiting for the fastest type finishes it sooner
         n = self._fewest_free(core, ok)
         return self._claim_most_cpu(core, n)
 
@@ -1695,6 +1718,8 @@ class MAIFSPolicy(CoreActorPolicy):
             (see :class:`CoreActorPolicy`).
         critical_min_rel_s: Shortest estimated run time (s) of a job the makespan guard may
             place on a slower type (see :class:`CoreActorPolicy`); None = every job it guards.
+        critical_slow_eft: The guard's slower-type placement only when it finishes sooner
+            than waiting for the fastest type (see :class:`CoreActorPolicy`).
         window_order: Override the window order the agents see (``"arrival"``,
             ``"attained"``, ``"sjf"``, shortest estimated run time first, or ``"typed"``, each
             GPU type's shortest jobs in turn; see :class:`EnvSettings`); None = the
@@ -1754,6 +1779,7 @@ class MAIFSPolicy(CoreActorPolicy):
         starve_first: bool = False,
         critical_spread_cpu: bool = False,
         critical_min_rel_s: float | None = None,
+        critical_slow_eft: bool = False,
         window_order: str | None = None,
         ensemble: Sequence[str | Path] | None = None,
         evict_only: bool = False,
@@ -1831,6 +1857,7 @@ class MAIFSPolicy(CoreActorPolicy):
             starve_first=starve_first,
             critical_spread_cpu=critical_spread_cpu,
             critical_min_rel_s=critical_min_rel_s,
+            critical_slow_eft=critical_slow_eft,
         )
 
     def reset(

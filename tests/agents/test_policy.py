@@ -1286,17 +1286,20 @@ def test_makespan_guard_spread_placement_cpu(most_cpu: bool) -> None:
 
 
 @pytest.mark.parametrize(
-    ("min_rel", "min_rel_s", "slower"),
+    ("min_rel", "min_rel_s", "eft", "slower"),
     [
-        (None, None, False),
-        (0.5, None, False),
-        (0.25, None, True),
-        (0.25, 1e5, True),  # j1 is estimated at 8e6 / (4 x 4) = 5e5 s: long enough
-        (0.25, 1e6, False),  # the fallback is kept to jobs of 1e6 s and more
+        (None, None, False, False),
+        (0.5, None, False, False),
+        (0.25, None, False, True),
+        (0.25, 1e5, False, True),  # j1 is estimated at 8e6 / (4 x 4) = 5e5 s: long enough
+        (0.25, 1e6, False, False),  # the fallback is kept to jobs of 1e6 s and more
+        # On the T4s it would run 2e6 s; the A100s free in 2.5e5 s, and it would finish there
+        # 7.5e5 s from now: with critical_slow_eft it waits for them.
+        (0.25, None, True, False),
     ],
 )
 def test_makespan_guard_uses_a_slower_type_when_its_fastest_is_held(
-    min_rel: float | None, min_rel_s: float | None, slower: bool
+    min_rel: float | None, min_rel_s: float | None, eft: bool, slower: bool
 ) -> None:
     from hetsched.agents.policy import CoreActorPolicy
     from hetsched.envs.spaces import EnvSettings
@@ -1314,6 +1317,7 @@ def test_makespan_guard_uses_a_slower_type_when_its_fastest_is_held(
         critical_s=36000.0,
         critical_min_rel=min_rel,
         critical_min_rel_s=min_rel_s,
+        critical_slow_eft=eft,
     )
     pol.reset(cl, wl, tiny_tm(), np.random.default_rng(0))
     res = Simulator(cl, wl, tiny_tm(), SimConfig(round_s=60)).run(pol)

@@ -373,6 +373,9 @@ def test_evict_allowance_spare_critical_and_starve_first_flags_reach_the_policie
     assert _scored_with(mod, monkeypatch, [ck, "--starve-first"])["starve_first"] is True
     assert _scored_with(mod, monkeypatch, [ck])["starve_first"] is False
     assert _scored_with(mod, monkeypatch, [ck, "--critical-spread-cpu"])["critical_spread_cpu"]
+    assert _scored_with(mod, monkeypatch, [ck, "--critical-slow-eft"])["critical_slow_eft"]
+    seen = _scored_with(mod, monkeypatch, [ck, "--critical-min-rel-s", "86400"])
+    assert seen["critical_min_rel_s"] == 86400.0
 
 
 def test_clusters_and_rules_off_reach_the_scoring(

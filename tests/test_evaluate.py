@@ -50,7 +50,8 @@ def test_default_config_composes_with_simple_schedulers() -> None:
     assert (m.elastic_gain, m.elastic_max_s, m.grow_gain, m.keep_memory) == (2.0, None, 0.05, True)
     assert (m.grow_factor, m.grow_at_request, m.shrink_order) == (8, True, "restart_cost")
     assert m.shrink_fastest is True
-    assert (m.critical_s, m.critical_ratio, m.critical_wait_s) == (86400, 4.0, 10800)
+    assert (m.critical_s, m.critical_ratio, m.critical_wait_s) == (36000, 4.0, 10800)
+    assert (m.critical_spread_cpu, m.critical_min_rel_s, m.critical_slow_eft) == (True, 86400, True)
     assert m.mem_hold_phi == 0.4
     assert m.preempt_fast == 2.0
     cfg = _compose(

@@ -258,9 +258,10 @@ def test_preset_flag_reads_the_rules_scheduler_maifs_runs() -> None:
         "--preempt-every-s 14400 "
         "--preempt-wait-s 7200 --fast-wait-s 0 --fast-max-s 10800 --window-order typed "
         "--keep-memory --elastic-gain 2.0 --grow-gain 0.05 --grow-factor 8 --grow-at-request "
-        "--shrink-order restart_cost --shrink-fastest --critical-s 86400 --critical-wait-s 10800 "
+        "--shrink-order restart_cost --shrink-fastest --critical-s 36000 --critical-wait-s 10800 "
         "--mem-hold-phi 0.4 --preempt-fast 2 --wake starve "
-        "--critical-min-rel 0.25 --eft-gain 0.1"
+        "--critical-min-rel 0.25 --eft-gain 0.1 --critical-spread-cpu --critical-min-rel-s 86400 "
+        "--critical-slow-eft"
     )
     rules = mod.RULES  # type: ignore[attr-defined]
     _, spelled = mod.parse_args(["x.pt", *flags])  # type: ignore[attr-defined]

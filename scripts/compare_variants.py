@@ -43,7 +43,6 @@ from multiprocessing import Pool
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from tqdm.auto import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -158,6 +157,20 @@ def _cached_run_star(args: tuple[Task, Path | None]) -> dict[str, float]:
     return cached_run(*args)
 
 
+def tasks_for(
+    variants: Mapping[str, Mapping[str, Any]],
+    sets: Sequence[vm.ValidationSet],
+    seeds: Sequence[int],
+    baseline: str,
+) -> list[Task]:
+    """The simulations of a comparison: ``shipped``, every variant and the baseline on every
+    set and seed."""
+    policies: dict[str, Mapping[str, Any] | None] = {SHIPPED: resolve_variant({})}
+    policies.update({n: resolve_variant(v) for n, v in variants.items()})
+    policies[baseline] = None
+    return [Task(n, s, v, seed) for seed in seeds for v in sets for n, s in policies.items()]
+
+
 def compare(
     variants: Mapping[str, Mapping[str, Any]],
     sets: Sequence[vm.ValidationSet],
@@ -174,10 +187,7 @@ def compare(
         ``results[name][seed][set] = {"jct_h": ..., "mk_h": ...}`` for every variant, for
         ``shipped`` and for the baseline.
     """
-    policies: dict[str, Mapping[str, Any] | None] = {SHIPPED: resolve_variant({})}
-    policies.update({n: resolve_variant(v) for n, v in variants.items()})
-    policies[baseline] = None
-    tasks = [Task(n, s, v, seed) for seed in seeds for v in sets for n, s in policies.items()]
+    tasks = tasks_for(variants, sets, seeds, baseline)
     args = [(t, cache) for t in tasks]
     bar = partial(tqdm, total=len(tasks), desc="simulations", unit="run", disable=not progress)
     if jobs > 1:
@@ -204,16 +214,22 @@ def seed_scores(
     results: Mapping[str, Mapping[int, Mapping[vm.ValidationSet, Mapping[str, float]]]],
     baseline: str,
 ) -> dict[str, dict[int, SeedScore]]:
-    """Per policy and seed, its :class:`SeedScore` (the baseline's own is 2.0)."""
-    base = results[baseline]
+    """Per policy and seed, its :class:`SeedScore` (the baseline's own is 2.0), by
+    ``validate_maifs``'s :func:`score_vs` and :func:`at_or_below` on that seed's rows."""
     out: dict[str, dict[int, SeedScore]] = {}
-    for name, by_seed in results.items():
-        for seed, by_set in by_seed.items():
-            r = [(by_set[v], base[seed][v]) for v in by_set]
+    for seed in results[baseline]:
+        rows = [
+            {"cluster": v[0], "start": v, "name": name, **r}
+            for name, by_seed in results.items()
+            for v, r in by_seed[seed].items()
+        ]
+        score = vm.score_vs(rows, baseline)
+        below = vm.at_or_below(rows, baseline)
+        for name in results:
+            ok = below.get(name, [])
+            n_sets = len(results[name][seed])
             out.setdefault(name, {})[seed] = SeedScore(
-                float(np.mean([a["jct_h"] / b["jct_h"] + a["mk_h"] / b["mk_h"] for a, b in r])),
-                sum(a["jct_h"] <= b["jct_h"] and a["mk_h"] <= b["mk_h"] for a, b in r),
-                len(r),
+                score[name], sum(ok) if name != baseline else n_sets, n_sets
             )
     return out
 
@@ -322,12 +338,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if cache is not None:
         cache.mkdir(parents=True, exist_ok=True)
         if args.fresh:
-            for t in (
-                Task(n, None if n == args.vs else resolve_variant(v), s, seed)
-                for n, v in [(SHIPPED, {}), *variants.items(), (args.vs, {})]
-                for s in sets
-                for seed in args.seeds
-            ):
+            for t in tasks_for(variants, sets, args.seeds, args.vs):
                 (cache / f"{t.key()}.json").unlink(missing_ok=True)
     results = compare(
         variants, sets, args.seeds, baseline=args.vs, cache=cache, jobs=args.jobs, progress=True

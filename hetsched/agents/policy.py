@@ -1316,8 +1316,7 @@ class CoreActorPolicy(BasePolicy):
             fastest = core.node_up & (speed >= speed.max() - 1e-9)
             fastest &= core.cluster.node_gpus >= G
             if fastest.any():
-                rem = np.where(np.isfinite(v_rem), v_rem, np.inf)
-                wait = float(self._free_times(core, cur, rem)[fastest, G].min())
+                wait = float(self._free_times(core, cur, v_rem)[fastest, G].min())
                 if est / float(speed[ok].max()) >= wait + est:
                     return False  # waiting for the fastest type finishes it sooner
         n = self._fewest_free(core, ok)

@@ -462,17 +462,18 @@ class EnvCore:
         ent = self._evictable()
         m = ent >= 0
         m &= self.node_up[:, None]
-        cap = self.cfg.evict_max
-        if cap is not None and m.any():  # the job's allowance is spent
-            m &= self._evicted_n[self._cur.job[np.where(m, ent, 0)]] < cap
-        prot = self.evict_protected
-        if prot is not None and m.any():  # protected by whoever acts through the core
-            if prot.shape != (self.J,):
-                raise ValueError(
-                    f"evict_protected has shape {prot.shape}; it must be ({self.J},), one flag "
-                    "per job of the episode's workload"
-                )
-            m &= ~prot[self._cur.job[np.where(m, ent, 0)]]
+        cap, prot = self.cfg.evict_max, self.evict_protected
+        if (cap is not None or prot is not None) and m.any():
+            job = self._cur.job[np.where(m, ent, 0)]  # (N, R) the job in each slot
+            if cap is not None:  # the job's allowance is spent
+                m &= self._evicted_n[job] < cap
+            if prot is not None:  # protected by whoever acts through the core
+                if prot.shape != (self.J,):
+                    raise ValueError(
+                        f"evict_protected has shape {prot.shape}; it must be ({self.J},), one "
+                        "flag per job of the episode's workload"
+                    )
+                m &= ~prot[job]
         if not self.slot_ok.any():  # nothing waits: an eviction could only idle GPUs
             m[:] = False
         return m.astype(np.int8)

@@ -37,7 +37,7 @@ import hashlib
 import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, fields
 from functools import partial
 from multiprocessing import Pool
 from pathlib import Path
@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import validate_maifs as vm  # noqa: E402
 
 import hetsched  # noqa: E402
-from hetsched.agents.config import preset_rules  # noqa: E402
+from hetsched.agents.config import MAIFSSchedulerConf, preset_rules  # noqa: E402
 from hetsched.agents.policy import DEFAULT_CHECKPOINT, DEFAULT_ENSEMBLE, MAIFSPolicy  # noqa: E402
 from hetsched.envs.presets import resolve_cluster, resolve_workload  # noqa: E402
 from hetsched.evaluation import atomic_write_text, evaluate  # noqa: E402
@@ -67,6 +67,10 @@ SET_GROUPS: dict[str, tuple[vm.ValidationSet, ...]] = {
     "validation": vm.VALIDATION_SETS,
     "rigid": vm.VALIDATION_SETS + vm.LOADED_SETS + vm.ALIBABA_SETS,
     "elastic": vm.elastic_validation_sets(vm.ELASTIC_TRACES, (2, 3, 4, 5, 6, 7)),
+    # The files after 7 (8 of every trace, 9-10 of the two with ten; 8-9 are the elastic
+    # ensemble member's fine-tune files): 16 more sets, a further check.
+    "elastic_late": vm.elastic_validation_sets(vm.ELASTIC_TRACES, (8,))
+    + vm.elastic_validation_sets(("sia_helios", "sia_newtrace"), (9, 10)),
 }
 
 
@@ -81,9 +85,17 @@ class Task:
     seed: int
 
     def key(self) -> str:
-        """The cache key: the policy (not its display name), the set, the seed, the version."""
+        """The cache key: the policy (not its display name), the set, the seed, the version.
+
+        Settings at their schema default are left out of the key, so adding a new switch
+        (off by default) to :class:`~hetsched.agents.config.MAIFSSchedulerConf` keeps the
+        cached results of every policy that leaves it off. Changing a schema default, like
+        changing the code, calls for clearing the cache.
+        """
         what: dict[str, Any] = (
-            {"baseline": self.name} if self.settings is None else {"maifs": self.settings}
+            {"baseline": self.name}
+            if self.settings is None
+            else {"maifs": {k: v for k, v in self.settings.items() if not _is_default(k, v)}}
         )
         blob = json.dumps(
             {**what, "set": list(self.vset), "seed": self.seed, "version": hetsched.__version__},
@@ -91,6 +103,17 @@ class Task:
             default=str,
         )
         return hashlib.sha1(blob.encode()).hexdigest()[:20]
+
+
+#: The rule settings' schema defaults (:class:`MAIFSSchedulerConf`), left out of cache keys.
+_DEFAULTS: dict[str, Any] = {
+    f.name: f.default for f in fields(MAIFSSchedulerConf) if f.default is not MISSING
+}
+
+
+def _is_default(name: str, value: Any) -> bool:
+    """Whether ``value`` is setting ``name``'s schema default (never for a list or a path)."""
+    return name in _DEFAULTS and type(value) is type(_DEFAULTS[name]) and value == _DEFAULTS[name]
 
 
 def resolve_variant(overrides: Mapping[str, Any]) -> dict[str, Any]:

@@ -435,6 +435,11 @@ def parse_args(
         help="the guard's slower-type placement only when it finishes sooner than waiting",
     )
     ap.add_argument(
+        "--eft-elastic",
+        action="store_true",
+        help="the earliest-finish placement (--eft-gain) also takes elastic jobs",
+    )
+    ap.add_argument(
         "--conflict",
         choices=CONFLICT_MODES,
         default=None,

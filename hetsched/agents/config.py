@@ -363,6 +363,8 @@ class MAIFSSchedulerConf:
         critical_slow_eft: The makespan guard places a job on a slower type only when it would
             finish there before it would by waiting for its fastest type (estimated from the
             running jobs' remaining times).
+        eft_elastic: The earliest-finish placement (``eft_gain``) also takes elastic jobs, at
+            the request elastic sizing gave them (false: rigid jobs only).
         actor: Who takes the decision steps: ``network`` (the trained agents) or ``teacher``
             (the checkpoint's behaviour-cloning heuristic with the same window, levels and
             rules; the ablation without the network): see
@@ -416,6 +418,7 @@ class MAIFSSchedulerConf:
     critical_spread_cpu: bool = False
     critical_min_rel_s: float | None = None
     critical_slow_eft: bool = False
+    eft_elastic: bool = False
     actor: str = "network"
     window_order: str | None = None
 

@@ -349,7 +349,7 @@ class CoreActorPolicy(BasePolicy):
       its request (the fewest free GPUs among the nodes of that speed; the memory hold applies).
       Earliest finish time first is the classic list-scheduling rule for heterogeneous machines
       (HEFT); migration may move the job to a faster type later. Elastic jobs are left to the
-      elastic rules. The learned agents wait for the fastest type even when it is busy for
+      elastic rules, unless ``eft_elastic`` (then at their sized request). The learned agents wait for the fastest type even when it is busy for
       hours: on a validation stretch, 1-GPU bert jobs (about 0.5 h on an A100, 2.3 h on an RTX
       2080 Ti) of a burst waited up to 5 h while 11-14 RTX and T4 GPUs idled. With ``eft_gain``
       0 a job whose fastest type has room now is placed there (waiting never pays); above 0
@@ -429,6 +429,8 @@ class CoreActorPolicy(BasePolicy):
             place on a slower type (``critical_min_rel``); None = every job it guards.
         critical_slow_eft: The makespan guard places a job on a slower type only when it
             would finish there before it would by waiting for its fastest type (estimated).
+        eft_elastic: The earliest-finish placement also takes elastic jobs, at the request
+            elastic sizing gave them (False: rigid jobs only).
     """
 
     event_driven = True
@@ -469,6 +471,7 @@ class CoreActorPolicy(BasePolicy):
         critical_spread_cpu: bool = False,
         critical_min_rel_s: float | None = None,
         critical_slow_eft: bool = False,
+        eft_elastic: bool = False,
     ) -> None:
         if settings.advance != "event":
             raise ValueError(
@@ -548,6 +551,7 @@ class CoreActorPolicy(BasePolicy):
             raise ValueError(f"critical_min_rel_s={critical_min_rel_s!r} must be >= 0 s or None")
         self.critical_min_rel_s = float(critical_min_rel_s or 0.0)
         self.critical_slow_eft = bool(critical_slow_eft)
+        self.eft_elastic = bool(eft_elastic)
         self._critical = np.zeros(0, dtype=np.bool_)
         if mem_hold_phi is not None and not 0.0 < mem_hold_phi <= 1.0:
             raise ValueError(f"mem_hold_phi={mem_hold_phi!r} must be in (0, 1] or None")
@@ -1139,7 +1143,8 @@ class CoreActorPolicy(BasePolicy):
             Gc = np.minimum(G, free_at.shape[1] - 1)  # in range; larger jobs have no home
             wait = np.where(home, free_at[:, Gc], np.inf).min(axis=0)  # (K,)
             cand = core.slot_ok & (now > 0) & home.any(axis=0)
-            cand &= wl.min_gpus[w] == wl.max_gpus[w]  # rigid: elastic jobs are sized by rules
+            if not self.eft_elastic:  # rigid only: elastic jobs are left to the elastic rules
+                cand &= wl.min_gpus[w] == wl.max_gpus[w]
             horizon = float(rem.max()) if rem.size else 0.0  # when every running job ends
             run_now = est / np.where(now > 0, now, 1.0)  # (K,) s on the best node now
             # Never a job that would then finish last: a slow start there sets the makespan.
@@ -1719,6 +1724,8 @@ class MAIFSPolicy(CoreActorPolicy):
             place on a slower type (see :class:`CoreActorPolicy`); None = every job it guards.
         critical_slow_eft: The guard's slower-type placement only when it finishes sooner
             than waiting for the fastest type (see :class:`CoreActorPolicy`).
+        eft_elastic: The earliest-finish placement also takes elastic jobs (see
+            :class:`CoreActorPolicy`).
         window_order: Override the window order the agents see (``"arrival"``,
             ``"attained"``, ``"sjf"``, shortest estimated run time first, or ``"typed"``, each
             GPU type's shortest jobs in turn; see :class:`EnvSettings`); None = the
@@ -1779,6 +1786,7 @@ class MAIFSPolicy(CoreActorPolicy):
         critical_spread_cpu: bool = False,
         critical_min_rel_s: float | None = None,
         critical_slow_eft: bool = False,
+        eft_elastic: bool = False,
         window_order: str | None = None,
         ensemble: Sequence[str | Path] | None = None,
         evict_only: bool = False,
@@ -1857,6 +1865,7 @@ class MAIFSPolicy(CoreActorPolicy):
             critical_spread_cpu=critical_spread_cpu,
             critical_min_rel_s=critical_min_rel_s,
             critical_slow_eft=critical_slow_eft,
+            eft_elastic=eft_elastic,
         )
 
     def reset(

@@ -69,6 +69,17 @@ def test_cache_keys_follow_the_policy_not_its_display_name(cv: ModuleType) -> No
     assert cv.Task("sia", None, SETS[0], 1).key() != cv.Task("gavel", None, SETS[0], 1).key()
 
 
+def test_cache_keys_leave_out_settings_at_their_schema_default(cv: ModuleType) -> None:
+    s = cv.resolve_variant({})
+    key = cv.Task("shipped", s, SETS[0], 1).key()
+    # A switch at its default (as a newly added one is) does not change the key ...
+    without = {k: v for k, v in s.items() if k != "eft_elastic"}
+    assert s["eft_elastic"] is False and cv.Task("shipped", without, SETS[0], 1).key() == key
+    # ... set away from it, it does; and 0 is not mistaken for a default False or 0.0.
+    assert cv.Task("shipped", {**s, "eft_elastic": True}, SETS[0], 1).key() != key
+    assert cv.Task("shipped", {**s, "starve_first": 0}, SETS[0], 1).key() != key
+
+
 def test_scores_margin_rule_and_report(cv: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
     _fake_runs(cv, monkeypatch)
     res = cv.compare({"W": {"wake": "all"}}, SETS, [1, 2], cache=None)
@@ -142,3 +153,16 @@ def test_main_prints_the_report_and_checks_its_arguments(
         with pytest.raises(SystemExit):
             cv.main([*argv, *extra])
         assert msg in capsys.readouterr().err, msg
+
+
+def test_elastic_groups_hold_files_that_exist_and_never_the_test_file(cv: ModuleType) -> None:
+    from hetsched.sim.traces import _SIA_INDEX_RANGE
+
+    kind = {"sia_helios": "saturn", "sia_philly": "philly", "sia_newtrace": "newtrace"}
+    kind["pollux_philly"] = "philly"  # Pollux's workloads count as Sia's Philly files (1..8)
+    late = cv.SET_GROUPS["elastic_late"]
+    for cluster, index, busiest, trace in cv.SET_GROUPS["elastic"] + late:
+        assert cluster in ("sia_64", "pai_mixed")
+        assert 2 <= index <= _SIA_INDEX_RANGE[kind[trace]] and busiest
+    assert len(cv.SET_GROUPS["elastic"]) == 48 and len(late) == 16
+    assert not set(cv.SET_GROUPS["elastic"]) & set(late)

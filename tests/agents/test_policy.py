@@ -1587,6 +1587,7 @@ def _j0_on_a100_j1_on_t4(core: EnvCore) -> np.ndarray:
         (4e6, None, True, False, False),  # the rule off: j2 waits for the A100 (~1e6 s)
         (4e6, 0.1, True, False, True),  # the A100 is held ~1e6 s: the T4 now is far sooner
         (4e6, 0.1, True, True, False),  # ... but an elastic job is left to the elastic rules
+        (4e6, 0.1, True, "eft", True),  # ... unless eft_elastic takes elastic jobs too
         (8e3, 0.1, True, False, False),  # the A100 frees at 2,000 s: 1,940 + 1,000 s < 4,000 s
         (1.24e4, 0.0, True, False, True),  # frees at 3,100 s: 3,040 + 1,000 s > 4,000 s ...
         (1.24e4, 0.1, True, False, False),  # ... but not by the 10 % saving the gain asks for
@@ -1595,7 +1596,7 @@ def _j0_on_a100_j1_on_t4(core: EnvCore) -> np.ndarray:
     ],
 )
 def test_earliest_finish_places_a_job_on_a_slower_type_when_waiting_costs_more(
-    j0_work: float, gain: float | None, j1: bool, elastic: bool, on_t4_at_once: bool
+    j0_work: float, gain: float | None, j1: bool, elastic: bool | str, on_t4_at_once: bool
 ) -> None:
     from hetsched.agents.policy import CoreActorPolicy
     from hetsched.envs.spaces import EnvSettings
@@ -1616,7 +1617,10 @@ def test_earliest_finish_places_a_job_on_a_slower_type_when_waiting_costs_more(
     )
     w = len(jobs) - 1  # the waiting job's index
     pol = CoreActorPolicy(
-        EnvSettings(window=4, advance="event", round_s=60), _j0_on_a100_j1_on_t4, eft_gain=gain
+        EnvSettings(window=4, advance="event", round_s=60),
+        _j0_on_a100_j1_on_t4,
+        eft_gain=gain,
+        eft_elastic=elastic == "eft",
     )
     pol.reset(cl, wl, tm, np.random.default_rng(0))
     res = Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
@@ -1628,6 +1632,8 @@ def test_earliest_finish_places_a_job_on_a_slower_type_when_waiting_costs_more(
         assert res.start_time[w] >= res.finish_time[0] and res.gpu_s_by_type[w, T4] == 0.0
         # (with gain 0 the rule itself places it there: waiting no longer pays)
         assert pol.run_stats()["eft_placements"] == int(gain == 0.0 and j1 and not elastic)
+    if elastic == "eft":  # placed at the request elastic sizing would give it (here 1 GPU)
+        assert res.start_time[w] == 60.0 and pol.run_stats()["eft_placements"] == 1
     with pytest.raises(ValueError, match="eft_gain"):
         CoreActorPolicy(EnvSettings(advance="event"), only_job0, eft_gain=1.0)
 

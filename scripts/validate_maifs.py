@@ -440,6 +440,11 @@ def parse_args(
         help="the earliest-finish placement (--eft-gain) also takes elastic jobs",
     )
     ap.add_argument(
+        "--grow-waiting",
+        action="store_true",
+        help="growth (--grow-gain) also while jobs wait, onto types none of them waits for",
+    )
+    ap.add_argument(
         "--conflict",
         choices=CONFLICT_MODES,
         default=None,

@@ -365,6 +365,8 @@ class MAIFSSchedulerConf:
             running jobs' remaining times).
         eft_elastic: The earliest-finish placement (``eft_gain``) also takes elastic jobs, at
             the request elastic sizing gave them (false: rigid jobs only).
+        grow_waiting: Growth of elastic jobs (``grow_gain``) also while jobs wait, onto
+            nodes of GPU types no waiting job waits for (false: only when none waits).
         actor: Who takes the decision steps: ``network`` (the trained agents) or ``teacher``
             (the checkpoint's behaviour-cloning heuristic with the same window, levels and
             rules; the ablation without the network): see
@@ -419,6 +421,7 @@ class MAIFSSchedulerConf:
     critical_min_rel_s: float | None = None
     critical_slow_eft: bool = False
     eft_elastic: bool = False
+    grow_waiting: bool = False
     actor: str = "network"
     window_order: str | None = None
 

@@ -272,8 +272,10 @@ class CoreActorPolicy(BasePolicy):
       GPU, or with ``grow_at_request`` gets at least the requested amounts per GPU (an actor's
       low CPU level would otherwise slow every GPU the job grows onto). One job at a time, the
       largest saving first; each job grows at most once per round. The slack-time
-      half of Sia's re-planning: jobs scale up when nothing else needs the GPUs. The other
-      half: when jobs still wait after the actor's steps and the other rules, a running job
+      half of Sia's re-planning: jobs scale up when nothing else needs the GPUs (with
+      ``grow_waiting`` also while jobs wait, onto nodes of GPU types none of them waits for:
+      each waiting job's fastest allowed type with enough GPUs up). The other half: when jobs
+      still wait after the actor's steps and the other rules, a running job
       above its request (grown, or placed at a larger GPU level) gives up as many GPUs as the
       first waiting job requests, never going below its own request and keeping the fewest of
       its nodes. The job is the one furthest above its request, or with
@@ -431,6 +433,8 @@ class CoreActorPolicy(BasePolicy):
             would finish there before it would by waiting for its fastest type (estimated).
         eft_elastic: The earliest-finish placement also takes elastic jobs, at the request
             elastic sizing gave them (False: rigid jobs only).
+        grow_waiting: Growth (``grow_gain``) also while jobs wait, onto nodes of GPU types
+            no waiting job waits for (its fastest allowed type with enough GPUs up).
     """
 
     event_driven = True
@@ -472,6 +476,7 @@ class CoreActorPolicy(BasePolicy):
         critical_min_rel_s: float | None = None,
         critical_slow_eft: bool = False,
         eft_elastic: bool = False,
+        grow_waiting: bool = False,
     ) -> None:
         if settings.advance != "event":
             raise ValueError(
@@ -552,6 +557,7 @@ class CoreActorPolicy(BasePolicy):
         self.critical_min_rel_s = float(critical_min_rel_s or 0.0)
         self.critical_slow_eft = bool(critical_slow_eft)
         self.eft_elastic = bool(eft_elastic)
+        self.grow_waiting = bool(grow_waiting)
         self._critical = np.zeros(0, dtype=np.bool_)
         if mem_hold_phi is not None and not 0.0 < mem_hold_phi <= 1.0:
             raise ValueError(f"mem_hold_phi={mem_hold_phi!r} must be in (0, 1] or None")
@@ -671,8 +677,13 @@ class CoreActorPolicy(BasePolicy):
         alloc = core.allocation()
         if self.migrate_gain is not None:
             alloc = self._migrate(core, state, self.migrate_gain)
-        if self.grow_gain is not None and not core.slot_ok.any():
-            alloc = self._grow(core, state, alloc, self.grow_gain)
+        if self.grow_gain is not None:
+            if not core.slot_ok.any():
+                alloc = self._grow(core, state, alloc, self.grow_gain)
+            elif self.grow_waiting:  # onto types no waiting job waits for
+                avoid = self._waited_types(core)
+                if not avoid.all():
+                    alloc = self._grow(core, state, alloc, self.grow_gain, avoid)
         if self.wake is not None:
             self.wake_time = self._next_wake(state, alloc)
         return alloc
@@ -822,13 +833,34 @@ class CoreActorPolicy(BasePolicy):
         moved = np.unique(np.concatenate([m.job for m in moves]))
         return Allocation.concat([alloc.select(~np.isin(alloc.job, moved)), *moves])
 
-    def _grow(self, core: EnvCore, state: SimState, alloc: Allocation, gain: float) -> Allocation:
+    def _waited_types(self, core: StateCore) -> NDArray[np.bool_]:
+        """(T,) the GPU types some waiting job waits for: each waiting job's fastest allowed
+        type whose up GPUs could hold it at its request (as ``shrink_fastest`` reads it)."""
+        wl, cl, jt = core.wl, core.cluster, core.jt
+        assert wl is not None and jt is not None
+        p = core.pending
+        T = jt.rel_tput.shape[1]
+        up_gpus = np.bincount(cl.node_type, weights=cl.node_gpus * core.node_up, minlength=T)
+        rel = np.where(up_gpus[None, :] >= wl.req_gpus[p][:, None], jt.rel_tput[p], 0.0)
+        best = rel.max(axis=1, keepdims=True)  # (P, 1)
+        return ((rel >= best - 1e-9) & (best > 0)).any(axis=0)
+
+    def _grow(
+        self,
+        core: EnvCore,
+        state: SimState,
+        alloc: Allocation,
+        gain: float,
+        avoid: NDArray[np.bool_] | None = None,
+    ) -> Allocation:
         """``alloc`` with running elastic jobs grown onto idle GPUs (class doc).
 
-        Called only when no job waits. Each candidate is weighed at 2x, 4x, ... its GPUs, up to
-        ``grow_factor`` times and its ``max_gpus``. One job at a time, the largest saving first;
-        each job grows at most once per round, onto nodes of one allowed GPU type (its own nodes
-        count with the room it holds there).
+        Called when no job waits, or with ``grow_waiting`` while jobs wait: then ``avoid``
+        ((T,) bool) marks the GPU types they wait for, whose nodes take no growth. Each
+        candidate is weighed at 2x, 4x, ... its GPUs, up to ``grow_factor`` times and its
+        ``max_gpus``. One job at a time, the largest saving first; each job grows at most once
+        per round, onto nodes of one allowed GPU type (its own nodes count with the room it
+        holds there).
         """
         wl, tm, cl = core.wl, core.tm, core.cluster
         assert wl is not None
@@ -885,6 +917,8 @@ class CoreActorPolicy(BasePolicy):
                 own[1][nodes] += alloc.cpus[ent]
                 own[2][nodes] += alloc.mem[ent]
                 target = up & (own[0] > 0)
+                if avoid is not None:
+                    target &= ~avoid[cl.node_type]
                 types = np.flatnonzero(wl.allowed_types[j] & present).tolist()
                 size = G
                 while size < top:  # doublings up to grow_factor times, the last one capped
@@ -1726,6 +1760,8 @@ class MAIFSPolicy(CoreActorPolicy):
             than waiting for the fastest type (see :class:`CoreActorPolicy`).
         eft_elastic: The earliest-finish placement also takes elastic jobs (see
             :class:`CoreActorPolicy`).
+        grow_waiting: Growth also while jobs wait, onto types none of them waits for (see
+            :class:`CoreActorPolicy`).
         window_order: Override the window order the agents see (``"arrival"``,
             ``"attained"``, ``"sjf"``, shortest estimated run time first, or ``"typed"``, each
             GPU type's shortest jobs in turn; see :class:`EnvSettings`); None = the
@@ -1787,6 +1823,7 @@ class MAIFSPolicy(CoreActorPolicy):
         critical_min_rel_s: float | None = None,
         critical_slow_eft: bool = False,
         eft_elastic: bool = False,
+        grow_waiting: bool = False,
         window_order: str | None = None,
         ensemble: Sequence[str | Path] | None = None,
         evict_only: bool = False,
@@ -1866,6 +1903,7 @@ class MAIFSPolicy(CoreActorPolicy):
             critical_min_rel_s=critical_min_rel_s,
             critical_slow_eft=critical_slow_eft,
             eft_elastic=eft_elastic,
+            grow_waiting=grow_waiting,
         )
 
     def reset(

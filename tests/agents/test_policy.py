@@ -944,6 +944,56 @@ def test_growth_waits_while_a_job_waits() -> None:
         CoreActorPolicy(EnvSettings(advance="event"), _first_fit_actor, grow_gain=1.0)
 
 
+@pytest.mark.parametrize(
+    ("grow_waiting", "waiter", "grows"),
+    [
+        (False, 0, False),  # growth waits while a job waits (the default)
+        (True, 0, True),  # ... with grow_waiting, onto the T4s the waiting job does not want
+        (True, 1, False),  # a waiting job as fast on a T4 waits for the T4s too: none there
+    ],
+)
+def test_growth_while_jobs_wait_goes_onto_types_none_waits_for(
+    grow_waiting: bool, waiter: int, grows: bool
+) -> None:
+    base = np.ones((2, len(GPU_TYPE_NAMES)))
+    base[0, A100] = 4.0  # model 'a' runs 4x faster on an A100; 'b' as fast on both types
+    tm = make_tm(base, scaling=1.0, spread_factor=1.0)
+    node = {"count": 1, "gpus": 4, "cpus": 32, "mem_gib": 128}
+    cl = make_cluster([{"gpu_type": "t4", **node}, {"gpu_type": "a100", **node}])
+    # First fit: j0 (elastic 'b', 1..4 requesting 1) on the T4 node, j1 (rigid 'a', 4 GPUs,
+    # ~1e5 s) on the A100 node; j2 (rigid, 4 GPUs, model `waiter`) arrives at 600 s and waits,
+    # for the A100 node (model 'a') or for either (model 'b').
+    wl = make_workload(
+        [0.0, 0.0, 600.0],
+        [36000.0, 1.6e6, 3600.0],
+        [1, 4, 4],
+        model=[1, 0, waiter],
+        elastic=([1, 4, 4], [4, 4, 4]),
+    )
+    rules = {"grow_gain": 0.1, "grow_factor": 4, "grow_waiting": grow_waiting}
+    res, stats = _run_first_fit(cl, wl, tm, **rules)
+    assert np.isfinite(res.finish_time).all()
+    if grows:  # at 600 s, 1 -> 4 T4s: 600 s + the restart + 35,400 units at 4 per s
+        assert stats["growths"] >= 1 and res.gpu_s_by_type[0, A100] == 0.0
+        assert res.finish_time[0] == pytest.approx(600.0 + tm.restart_delay_s[1] + 35400.0 / 4)
+    else:
+        assert stats["growths"] == 0 and res.finish_time[0] == 36000.0
+    assert res.start_time[2] == pytest.approx(res.finish_time[0])  # then j2 takes the T4s
+
+
+def test_growth_while_jobs_wait_leaves_rigid_jobs_alone() -> None:
+    """Growth acts on elastic jobs only, so rigid workloads run the same with grow_waiting."""
+    tm = tiny_tm()
+    node = {"count": 1, "gpus": 2, "cpus": 16, "mem_gib": 64}
+    cl = make_cluster([{"gpu_type": "t4", **node}, {"gpu_type": "a100", **node}])
+    wl = make_workload([0.0, 0.0, 60.0, 120.0, 900.0], [4e3, 8e3, 2e3, 6e3, 1e3], [1, 2, 2, 1, 1])
+    off, _ = _run_first_fit(cl, wl, tm, grow_gain=0.05)
+    on, stats = _run_first_fit(cl, wl, tm, grow_gain=0.05, grow_waiting=True)
+    assert stats["growths"] == 0 and (off.start_time > wl.arrival).any()  # some job waited
+    np.testing.assert_array_equal(on.start_time, off.start_time)
+    np.testing.assert_array_equal(on.finish_time, off.finish_time)
+
+
 @pytest.mark.parametrize("keep", [False, True])
 def test_memory_guard_raises_memory_below_the_request(keep: bool) -> None:
     from hetsched.agents.policy import CoreActorPolicy

@@ -377,6 +377,7 @@ def test_evict_allowance_spare_critical_and_starve_first_flags_reach_the_policie
     assert _scored_with(mod, monkeypatch, [ck, "--critical-slow-eft"])["critical_slow_eft"]
     assert _scored_with(mod, monkeypatch, [ck, "--eft-elastic"])["eft_elastic"]
     assert _scored_with(mod, monkeypatch, [ck])["eft_elastic"] is False
+    assert _scored_with(mod, monkeypatch, [ck, "--grow-waiting"])["grow_waiting"]
     seen = _scored_with(mod, monkeypatch, [ck, "--critical-min-rel-s", "86400"])
     assert seen["critical_min_rel_s"] == 86400.0
 

@@ -445,6 +445,11 @@ def parse_args(
         help="growth (--grow-gain) also while jobs wait, onto types none of them waits for",
     )
     ap.add_argument(
+        "--elastic-teacher",
+        action="store_true",
+        help="the teacher takes the decision steps whose window holds elastic jobs only",
+    )
+    ap.add_argument(
         "--conflict",
         choices=CONFLICT_MODES,
         default=None,

@@ -367,6 +367,9 @@ class MAIFSSchedulerConf:
             the request elastic sizing gave them (false: rigid jobs only).
         grow_waiting: Growth of elastic jobs (``grow_gain``) also while jobs wait, onto
             nodes of GPU types no waiting job waits for (false: only when none waits).
+        elastic_teacher: With ``actor: network``, the teacher takes the decision steps whose
+            window holds elastic jobs only (rigid workloads are untouched): see
+            :func:`hetsched.agents.policy.elastic_split`.
         actor: Who takes the decision steps: ``network`` (the trained agents) or ``teacher``
             (the checkpoint's behaviour-cloning heuristic with the same window, levels and
             rules; the ablation without the network): see
@@ -422,6 +425,7 @@ class MAIFSSchedulerConf:
     critical_slow_eft: bool = False
     eft_elastic: bool = False
     grow_waiting: bool = False
+    elastic_teacher: bool = False
     actor: str = "network"
     window_order: str | None = None
 

@@ -1666,6 +1666,25 @@ class CoreActorPolicy(BasePolicy):
         return actions
 
 
+def elastic_split(elastic: Actor, other: Actor) -> Actor:
+    """An actor that hands each decision step to ``elastic`` when every job in the window is
+    elastic (``min_gpus < max_gpus``), and to ``other`` otherwise (an empty window too).
+
+    Rigid workloads (Philly, Alibaba) therefore always get ``other``; Sia's and Pollux's
+    traces of elastic jobs always get ``elastic``.
+    """
+
+    def act(core: EnvCore) -> NDArray[np.int64]:
+        wl = core.wl
+        assert wl is not None
+        w = core.window[core.slot_ok]
+        if w.size and bool((wl.min_gpus[w] < wl.max_gpus[w]).all()):
+            return elastic(core)
+        return other(core)
+
+    return act
+
+
 class TeacherPolicy(CoreActorPolicy):
     """The behaviour-cloning teacher as a scheduler (:class:`SJFTeacher`).
 
@@ -1783,6 +1802,9 @@ class MAIFSPolicy(CoreActorPolicy):
             (:class:`~hetsched.agents.teacher.SJFTeacher` with the checkpoint's ``teacher``
             and ``env.fungible`` settings), with the same window, action levels and rules:
             the ablation "without the learned network".
+        elastic_teacher: With ``actor="network"``, the teacher takes the decision steps
+            whose window holds elastic jobs only (:func:`elastic_split`); a step with a rigid
+            job in its window stays with the networks.
     """
 
     def __init__(
@@ -1824,6 +1846,7 @@ class MAIFSPolicy(CoreActorPolicy):
         critical_slow_eft: bool = False,
         eft_elastic: bool = False,
         grow_waiting: bool = False,
+        elastic_teacher: bool = False,
         window_order: str | None = None,
         ensemble: Sequence[str | Path] | None = None,
         evict_only: bool = False,
@@ -1842,6 +1865,7 @@ class MAIFSPolicy(CoreActorPolicy):
         if actor not in ACTORS:
             raise ValueError(f"actor={actor!r}; choose one of {', '.join(ACTORS)}")
         self.actor_kind = actor
+        self.elastic_teacher = bool(elastic_teacher)
         torch.set_num_threads(1)
         self.net: MAIFSNet | PolicyEnsemble
         if net is None:
@@ -1934,3 +1958,5 @@ class MAIFSPolicy(CoreActorPolicy):
             self.actor = Acting(
                 self.net, self.conf, greedy=self.greedy, rng=rng, conflict=self.conflict
             )
+            if self.elastic_teacher:
+                self.actor = elastic_split(SJFTeacher.for_agent(self.conf).act, self.actor)

@@ -416,15 +416,18 @@ class Trainer:
         sampling; every decision step of the network is recorded. Step ``k``'s reward is the
         env's: ``-w_jobs * J_k / Z`` with ``J_k`` the jobs-in-system integral from its decision
         to the next one (exact, from the jobs' arrival and finish times), plus the terminal
-        makespan term on the last step; ``dt_k`` is that interval.
+        makespan term on the last step; ``dt_k`` is that interval. With the preset's
+        ``elastic_teacher`` the teacher takes the steps whose window holds elastic jobs only, as
+        in :class:`~hetsched.agents.policy.MAIFSPolicy`; those steps are not recorded.
 
         Returns:
-            The episode, or None if the network made no decision (the rules did everything).
+            The episode, or None if the network made no decision (the rules and the teacher
+            did everything).
 
         Raises:
             ValueError: If progress shaping is on (not defined with the rules in the loop).
         """
-        from hetsched.agents.policy import MAIFSPolicy
+        from hetsched.agents.policy import MAIFSPolicy, elastic_split
         from hetsched.sim.engine import SimConfig, Simulator
 
         w = env.weights
@@ -436,7 +439,11 @@ class Trainer:
         core = env.core
         assert core.wl is not None
         wl, cl = core.wl, core.cluster
-        pol = MAIFSPolicy(net=(self.net, self.conf), greedy=False, **preset_rules(preset))
+        rules = preset_rules(preset)
+        # The teacher's steps (elastic windows, with elastic_teacher) are taken as the preset
+        # takes them but not recorded: the network learns from the steps it takes itself.
+        split = bool(rules.pop("elastic_teacher", False))
+        pol = MAIFSPolicy(net=(self.net, self.conf), greedy=False, **rules)
         pol.reset(cl, wl, core.tm, np.random.default_rng(int(self.rng.integers(2**62))))
         acting = pol.actor
         assert isinstance(acting, Acting)  # the network actor (MAIFSPolicy.reset)
@@ -449,7 +456,7 @@ class Trainer:
             steps.append(d)
             return np.asarray(d["actions"], dtype=np.int64)
 
-        pol.actor = record
+        pol.actor = elastic_split(self.teacher.act, record) if split else record
         res = Simulator(cl, wl, core.tm, SimConfig()).run(pol)
         if not steps:
             return None

@@ -168,3 +168,34 @@ def test_rollouts_with_the_rules_in_the_loop(tmp_path: Path, preemptive: bool) -
     assert ep.dt.sum() == pytest.approx(m["makespan_h"] * 3600.0)
     tr.run()  # PPO on such episodes runs end to end
     assert tr.ppo_steps >= 64
+
+
+def test_rules_in_the_loop_leave_elastic_windows_to_the_teacher(tmp_path: Path) -> None:
+    """With the ``maifs`` preset (``elastic_teacher: true``) the teacher takes the steps whose
+    waiting jobs are all elastic, unrecorded: on elastic jobs only, the network has no step;
+    on the same jobs rigid it has."""
+    from conftest import make_cluster, make_workload
+
+    from hetsched.agents.agent import env_settings
+    from hetsched.agents.config import preset_rules
+    from hetsched.agents.driver import TeamEnv
+
+    cfg = fast_config(steps=64)
+    cfg.agent.ppo.rules_preset = "maifs"
+    tm = tiny_tm()
+    node = {"count": 1, "gpus": 1, "cpus": 16, "mem_gib": 64}
+    cl = make_cluster([{"gpu_type": "t4", **node}, {"gpu_type": "a100", **node}])
+
+    def env(elastic: bool) -> TeamEnv:
+        wl = make_workload(
+            [0.0] * 3, [4.0 * 3600] * 3, [1] * 3, elastic=([1] * 3, [2] * 3) if elastic else None
+        )
+        return TeamEnv(cl, wl, tm, env_settings(cfg.agent.env), cfg.agent.env.max_steps)
+
+    assert preset_rules("maifs")["elastic_teacher"] is True
+    for elastic in (True, False):
+        e = env(elastic)
+        tr = Trainer(cfg, tmp_path / str(elastic), throughput=tm, envs=[e])
+        tr.draw_env()
+        ep = tr.run_rules_episode(e, "maifs")
+        assert (ep is None) if elastic else (ep is not None and ep.length >= 1)

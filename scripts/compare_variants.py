@@ -52,7 +52,7 @@ import validate_maifs as vm  # noqa: E402
 import hetsched  # noqa: E402
 from hetsched.agents.config import MAIFSSchedulerConf, preset_rules  # noqa: E402
 from hetsched.agents.policy import DEFAULT_CHECKPOINT, DEFAULT_ENSEMBLE, MAIFSPolicy  # noqa: E402
-from hetsched.envs.presets import resolve_cluster, resolve_workload  # noqa: E402
+from hetsched.envs.presets import resolve_cluster  # noqa: E402
 from hetsched.evaluation import atomic_write_text, evaluate  # noqa: E402
 from hetsched.sim.engine import SimConfig  # noqa: E402
 from hetsched.sim.throughput import default_throughput  # noqa: E402
@@ -71,6 +71,8 @@ SET_GROUPS: dict[str, tuple[vm.ValidationSet, ...]] = {
     # ensemble member's fine-tune files): 16 more sets, a further check.
     "elastic_late": vm.elastic_validation_sets(vm.ELASTIC_TRACES, (8,))
     + vm.elastic_validation_sets(("sia_helios", "sia_newtrace"), (9, 10)),
+    # The 17 Philly validation and loaded windows with their jobs made elastic.
+    "elastic_philly": vm.ELASTIC_PHILLY_SETS,
 }
 
 
@@ -147,10 +149,7 @@ def run_task(task: Task) -> dict[str, float]:
     else:
         factory = partial(MAIFSPolicy, **task.settings)
     vset = task.vset
-    busiest = bool(vset[2]) if len(vset) > 2 else True
-    trace = str(vset[3]) if len(vset) > 3 else "philly"
-    wl = resolve_workload(trace, vm.workload_kwargs(trace, vset[1], busiest))
-    assert callable(wl)
+    wl = vm.workload_factory(vset)
     out = evaluate(
         {task.name: factory},
         cluster=resolve_cluster(vset[0]),

@@ -166,3 +166,26 @@ def test_elastic_groups_hold_files_that_exist_and_never_the_test_file(cv: Module
         assert 2 <= index <= _SIA_INDEX_RANGE[kind[trace]] and busiest
     assert len(cv.SET_GROUPS["elastic"]) == 48 and len(late) == 16
     assert not set(cv.SET_GROUPS["elastic"]) & set(late)
+
+
+def test_elastic_philly_sets_are_the_philly_windows_with_elastic_jobs(cv: ModuleType) -> None:
+    import numpy as np
+
+    from hetsched.envs.presets import resolve_cluster
+    from hetsched.sim.throughput import default_throughput
+
+    vm = sys.modules["validate_maifs"]
+    sets = cv.SET_GROUPS["elastic_philly"]
+    assert len(sets) == 17 and {v[3] for v in sets} == {vm.PHILLY_ELASTIC}
+    rigid_sets = vm.VALIDATION_SETS + vm.LOADED_SETS
+    assert [v[:2] for v in sets] == [v[:2] for v in rigid_sets]
+    assert [v[2] for v in sets] == [v[2] if len(v) > 2 else True for v in rigid_sets]
+    cl = resolve_cluster("sia_64")
+    make = vm.workload_factory(sets[0])
+    wl = make(throughput=default_throughput(), cluster=cl, rng=np.random.default_rng(0))
+    rigid = vm.workload_factory(vm.VALIDATION_SETS[0])(
+        throughput=default_throughput(), cluster=cl, rng=np.random.default_rng(0)
+    )
+    assert wl.num_jobs == 300 and (wl.min_gpus < wl.max_gpus).any()
+    assert (rigid.min_gpus == rigid.max_gpus).all()
+    np.testing.assert_array_equal(wl.job_id, rigid.job_id)  # the same jobs, made elastic

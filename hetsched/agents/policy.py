@@ -61,6 +61,7 @@ COUNTERS: tuple[str, ...] = (
     "fast_preemptions",
     "wakeups",
     "eft_placements",
+    "teacher_steps",
 )
 Actor = Callable[[EnvCore], NDArray[np.int64]]
 #: Free GPUs, CPU cores and memory (GiB) per node, each shape (N,), updated as moves are made.
@@ -351,9 +352,10 @@ class CoreActorPolicy(BasePolicy):
       its request (the fewest free GPUs among the nodes of that speed; the memory hold applies).
       Earliest finish time first is the classic list-scheduling rule for heterogeneous machines
       (HEFT); migration may move the job to a faster type later. Elastic jobs are left to the
-      elastic rules, unless ``eft_elastic`` (then at their sized request). The learned agents wait for the fastest type even when it is busy for
-      hours: on a validation stretch, 1-GPU bert jobs (about 0.5 h on an A100, 2.3 h on an RTX
-      2080 Ti) of a burst waited up to 5 h while 11-14 RTX and T4 GPUs idled. With ``eft_gain``
+      elastic rules, unless ``eft_elastic`` (then at their sized request). The learned agents
+      wait for the fastest type even when it is busy for hours: on a validation stretch, 1-GPU
+      bert jobs (about 0.5 h on an A100, 2.3 h on an RTX 2080 Ti) of a burst waited up to 5 h
+      while 11-14 RTX and T4 GPUs idled. With ``eft_gain``
       0 a job whose fastest type has room now is placed there (waiting never pays); above 0
       those are left to the actor. Counter ``eft_placements``.
     * **Memory guard** (``keep_memory``, off by default): an actor's placement with less memory
@@ -617,7 +619,9 @@ class CoreActorPolicy(BasePolicy):
         placed by the makespan guard; ``memory_holds``: actor placements the memory hold
         withdrew; ``fast_preemptions``: jobs placed by preemption for a much faster GPU;
         ``wakeups``: decisions made at or after a timed wake-up's time; ``eft_placements``:
-        jobs placed by the earliest-finish placement.
+        jobs placed by the earliest-finish placement; ``teacher_steps``: decision steps the
+        teacher took for the networks (``elastic_teacher``; they count in ``decision_steps``
+        too).
         """
         return {name: float(n) for name, n in self.counts.items()}
 
@@ -1959,4 +1963,10 @@ class MAIFSPolicy(CoreActorPolicy):
                 self.net, self.conf, greedy=self.greedy, rng=rng, conflict=self.conflict
             )
             if self.elastic_teacher:
-                self.actor = elastic_split(SJFTeacher.for_agent(self.conf).act, self.actor)
+                teacher = SJFTeacher.for_agent(self.conf).act
+
+                def counted(core: EnvCore) -> NDArray[np.int64]:
+                    self.counts["teacher_steps"] += 1
+                    return teacher(core)
+
+                self.actor = elastic_split(counted, self.actor)

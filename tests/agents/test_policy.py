@@ -118,6 +118,13 @@ def test_elastic_teacher_takes_the_steps_of_elastic_windows_only() -> None:
         split, ref = run(wl, elastic_teacher=True), run(wl, **same_as)
         np.testing.assert_array_equal(split.start_time, ref.start_time)
         np.testing.assert_array_equal(split.finish_time, ref.finish_time)
+    pol = MAIFSPolicy(net=(net, conf), elastic_teacher=True)
+    for wl, teacher_took_all in ((rigid, False), (elastic, True)):
+        pol.reset(cl, wl, tm, np.random.default_rng(0))
+        Simulator(cl, wl, tm, SimConfig(round_s=60)).run(pol)
+        st = pol.run_stats()
+        assert st["decision_steps"] > 0
+        assert st["teacher_steps"] == (st["decision_steps"] if teacher_took_all else 0)
     # ... and the switch matters there: the untrained network decides otherwise.
     assert not np.array_equal(
         run(elastic).start_time, run(elastic, elastic_teacher=True).start_time

@@ -837,17 +837,22 @@ class CoreActorPolicy(BasePolicy):
         moved = np.unique(np.concatenate([m.job for m in moves]))
         return Allocation.concat([alloc.select(~np.isin(alloc.job, moved)), *moves])
 
-    def _waited_types(self, core: StateCore) -> NDArray[np.bool_]:
-        """(T,) the GPU types some waiting job waits for: each waiting job's fastest allowed
-        type whose up GPUs could hold it at its request (as ``shrink_fastest`` reads it)."""
+    @staticmethod
+    def _fastest_types(core: StateCore, jobs: NDArray[np.int64]) -> NDArray[np.bool_]:
+        """(len(jobs), T) each job's fastest allowed GPU types among those whose up GPUs could
+        hold it at its request (all False for a job no such type holds)."""
         wl, cl, jt = core.wl, core.cluster, core.jt
         assert wl is not None and jt is not None
-        p = core.pending
         T = jt.rel_tput.shape[1]
         up_gpus = np.bincount(cl.node_type, weights=cl.node_gpus * core.node_up, minlength=T)
-        rel = np.where(up_gpus[None, :] >= wl.req_gpus[p][:, None], jt.rel_tput[p], 0.0)
-        best = rel.max(axis=1, keepdims=True)  # (P, 1)
-        return ((rel >= best - 1e-9) & (best > 0)).any(axis=0)
+        rel = np.where(up_gpus[None, :] >= wl.req_gpus[jobs][:, None], jt.rel_tput[jobs], 0.0)
+        best = rel.max(axis=1, keepdims=True)  # (len(jobs), 1)
+        return (rel >= best - 1e-9) & (best > 0)
+
+    def _waited_types(self, core: StateCore) -> NDArray[np.bool_]:
+        """(T,) the GPU types some waiting job waits for: its fastest allowed type whose up
+        GPUs could hold it (:meth:`_fastest_types`, as ``shrink_fastest`` reads it)."""
+        return np.any(self._fastest_types(core, core.pending), axis=0)
 
     def _grow(
         self,
@@ -962,19 +967,12 @@ class CoreActorPolicy(BasePolicy):
         need_j = int(core.window[int(np.argmax(core.slot_ok))])  # the first waiting job
         need = int(wl.req_gpus[need_j])
         if self.shrink_fastest:  # only jobs on its fastest GPU type (one type per job)
-            assert core.jt is not None
-            cl = core.cluster
-            # The fastest allowed type whose up GPUs could hold the waiting job at all.
-            rel = core.jt.rel_tput[need_j]
-            up_gpus = np.bincount(
-                cl.node_type, weights=cl.node_gpus * core.node_up, minlength=rel.shape[0]
-            )
-            rel = np.where(up_gpus >= need, rel, 0.0)
-            if rel.max() <= 0:
+            fast = self._fastest_types(core, np.array([need_j]))[0]  # (T,)
+            if not fast.any():
                 return False
             node_of = np.zeros(wl.num_jobs, dtype=np.int64)
             node_of[cur.job] = cur.node  # any of its nodes: a job runs on one GPU type
-            over = over[rel[cl.node_type[node_of[over]]] >= rel.max() - 1e-9]
+            over = over[fast[core.cluster.node_type[node_of[over]]]]
             if over.size == 0:
                 return False
         excess = G[over] - wl.req_gpus[over]

@@ -472,6 +472,11 @@ def parse_args(
         help="growth (--grow-gain) also while jobs wait, onto types none of them waits for",
     )
     ap.add_argument(
+        "--grow-new",
+        action="store_true",
+        help="growth (--grow-gain) also takes the jobs starting this round, before they start",
+    )
+    ap.add_argument(
         "--elastic-teacher",
         action="store_true",
         help="the teacher takes the decision steps whose window holds elastic jobs only",

@@ -53,6 +53,7 @@ def test_default_config_composes_with_simple_schedulers() -> None:
     assert (m.critical_s, m.critical_ratio, m.critical_wait_s) == (36000, 4.0, 10800)
     assert (m.critical_spread_cpu, m.critical_min_rel_s, m.critical_slow_eft) == (True, 86400, True)
     assert m.elastic_teacher is True and (m.eft_elastic, m.grow_waiting) == (False, False)
+    assert m.grow_new is True
     assert m.mem_hold_phi == 0.4
     assert m.preempt_fast == 2.0
     cfg = _compose(

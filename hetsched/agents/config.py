@@ -367,6 +367,8 @@ class MAIFSSchedulerConf:
             the request elastic sizing gave them (false: rigid jobs only).
         grow_waiting: Growth of elastic jobs (``grow_gain``) also while jobs wait, onto
             nodes of GPU types no waiting job waits for (false: only when none waits).
+        grow_new: Growth of elastic jobs (``grow_gain``) also takes the jobs starting this
+            round, before their first start (false: only jobs that ran before the round).
         elastic_teacher: With ``actor: network``, the teacher takes the decision steps whose
             window holds elastic jobs only (rigid workloads are untouched): see
             :func:`hetsched.agents.policy.elastic_split`.
@@ -425,6 +427,7 @@ class MAIFSSchedulerConf:
     critical_slow_eft: bool = False
     eft_elastic: bool = False
     grow_waiting: bool = False
+    grow_new: bool = False
     elastic_teacher: bool = False
     actor: str = "network"
     window_order: str | None = None

@@ -131,6 +131,7 @@ class _Placement:
     cpg: float  # CPU cores per GPU
     mpg: float  # memory (GiB) per GPU
     t_now: float  # its estimated remaining time where it runs (s)
+    restart: bool = True  # whether re-placing it costs a restart (False: placed this round)
 
 
 #: Orders in which :class:`CoreActorPolicy` picks the job to shrink while jobs wait.
@@ -275,7 +276,12 @@ class CoreActorPolicy(BasePolicy):
       largest saving first; each job grows at most once per round. The slack-time
       half of Sia's re-planning: jobs scale up when nothing else needs the GPUs (with
       ``grow_waiting`` also while jobs wait, onto nodes of GPU types none of them waits for:
-      each waiting job's fastest allowed type with enough GPUs up). The other half: when jobs
+      each waiting job's fastest allowed type with enough GPUs up). With ``grow_new`` the
+      jobs starting this round are candidates too, weighed with no restart delay: the first
+      start is free (a resumed job pays its delay either way), so a job sized at one GPU on a
+      cluster with slack starts on more at once instead of growing, and restarting, at a later
+      round -- Sia allocates a new job's GPUs in the same optimisation as everyone else's.
+      Jobs moved this round (migration, shrinking) are not candidates. The other half: when jobs
       still wait after the actor's steps and the other rules, a running job
       above its request (grown, or placed at a larger GPU level) gives up as many GPUs as the
       first waiting job requests, never going below its own request and keeping the fewest of
@@ -437,6 +443,8 @@ class CoreActorPolicy(BasePolicy):
             elastic sizing gave them (False: rigid jobs only).
         grow_waiting: Growth (``grow_gain``) also while jobs wait, onto nodes of GPU types
             no waiting job waits for (its fastest allowed type with enough GPUs up).
+        grow_new: Growth (``grow_gain``) also takes the jobs starting this round, weighed
+            without a restart delay (False: only jobs that ran before the round, unmoved).
     """
 
     event_driven = True
@@ -479,6 +487,7 @@ class CoreActorPolicy(BasePolicy):
         critical_slow_eft: bool = False,
         eft_elastic: bool = False,
         grow_waiting: bool = False,
+        grow_new: bool = False,
     ) -> None:
         if settings.advance != "event":
             raise ValueError(
@@ -560,6 +569,7 @@ class CoreActorPolicy(BasePolicy):
         self.critical_slow_eft = bool(critical_slow_eft)
         self.eft_elastic = bool(eft_elastic)
         self.grow_waiting = bool(grow_waiting)
+        self.grow_new = bool(grow_new)
         self._critical = np.zeros(0, dtype=np.bool_)
         if mem_hold_phi is not None and not 0.0 < mem_hold_phi <= 1.0:
             raise ValueError(f"mem_hold_phi={mem_hold_phi!r} must be in (0, 1] or None")
@@ -869,7 +879,8 @@ class CoreActorPolicy(BasePolicy):
         candidate is weighed at 2x, 4x, ... its GPUs, up to ``grow_factor`` times and its
         ``max_gpus``. One job at a time, the largest saving first; each job grows at most once
         per round, onto nodes of one allowed GPU type (its own nodes count with the room it
-        holds there).
+        holds there). With ``grow_new`` the jobs starting this round (in ``alloc``, not in
+        ``state.current``) are candidates too, weighed without a restart delay.
         """
         wl, tm, cl = core.wl, core.tm, core.cluster
         assert wl is not None
@@ -887,6 +898,10 @@ class CoreActorPolicy(BasePolicy):
         )
         changed = np.unique(alloc.job[~same])
         jobs = np.setdiff1d(np.unique(alloc.job[same]), changed)
+        new = np.zeros(0, dtype=np.int64)
+        if self.grow_new:  # jobs starting this round (not running before): no extra restart
+            new = np.setdiff1d(changed, prev.job)
+            jobs = np.union1d(jobs, new)
         jobs = jobs[wl.min_gpus[jobs] < wl.max_gpus[jobs]]
         if jobs.size == 0:
             return alloc
@@ -905,6 +920,7 @@ class CoreActorPolicy(BasePolicy):
             return alloc
         present = cl.gpus_per_type() > 0
         cand = jobs.tolist()
+        new_set = set(new.tolist())
         while cand:
             best: _Candidate | None = None
             for j in cand:
@@ -932,7 +948,7 @@ class CoreActorPolicy(BasePolicy):
                 size = G
                 while size < top:  # doublings up to grow_factor times, the last one capped
                     size = min(2 * size, top)
-                    place = _Placement(j, size, cpg, mpg, t_now)
+                    place = _Placement(j, size, cpg, mpg, t_now, j not in new_set)
                     best = self._best_gang(core, state, place, types, gain, target, own, best)
             if best is None:
                 break
@@ -1497,7 +1513,7 @@ class CoreActorPolicy(BasePolicy):
                 continue
             nodes_t, g_t, spread_t = out
             t_new = self._remaining_time(
-                core, state, j, float(core.tm.isolated(m, t, G, spread_t)), True
+                core, state, j, float(core.tm.isolated(m, t, G, spread_t)), place.restart
             )
             saving = place.t_now - t_new
             if t_new < (1.0 - gain) * place.t_now and (best is None or saving > best[0]):
@@ -1783,6 +1799,8 @@ class MAIFSPolicy(CoreActorPolicy):
             :class:`CoreActorPolicy`).
         grow_waiting: Growth also while jobs wait, onto types none of them waits for (see
             :class:`CoreActorPolicy`).
+        grow_new: Growth also takes the jobs starting this round (see
+            :class:`CoreActorPolicy`).
         window_order: Override the window order the agents see (``"arrival"``,
             ``"attained"``, ``"sjf"``, shortest estimated run time first, or ``"typed"``, each
             GPU type's shortest jobs in turn; see :class:`EnvSettings`); None = the
@@ -1848,6 +1866,7 @@ class MAIFSPolicy(CoreActorPolicy):
         critical_slow_eft: bool = False,
         eft_elastic: bool = False,
         grow_waiting: bool = False,
+        grow_new: bool = False,
         elastic_teacher: bool = False,
         window_order: str | None = None,
         ensemble: Sequence[str | Path] | None = None,
@@ -1930,6 +1949,7 @@ class MAIFSPolicy(CoreActorPolicy):
             critical_slow_eft=critical_slow_eft,
             eft_elastic=eft_elastic,
             grow_waiting=grow_waiting,
+            grow_new=grow_new,
         )
 
     def reset(

@@ -1035,17 +1035,42 @@ def test_growth_while_jobs_wait_goes_onto_types_none_waits_for(
     assert res.start_time[2] == pytest.approx(res.finish_time[0])  # then j2 takes the T4s
 
 
-def test_growth_while_jobs_wait_leaves_rigid_jobs_alone() -> None:
-    """Growth acts on elastic jobs only, so rigid workloads run the same with grow_waiting."""
+@pytest.mark.parametrize("switch", ["grow_waiting", "grow_new"])
+def test_growth_switches_leave_rigid_jobs_alone(switch: str) -> None:
+    """Growth acts on elastic jobs only, so rigid workloads run the same with either switch."""
     tm = tiny_tm()
     node = {"count": 1, "gpus": 2, "cpus": 16, "mem_gib": 64}
     cl = make_cluster([{"gpu_type": "t4", **node}, {"gpu_type": "a100", **node}])
     wl = make_workload([0.0, 0.0, 60.0, 120.0, 900.0], [4e3, 8e3, 2e3, 6e3, 1e3], [1, 2, 2, 1, 1])
     off, _ = _run_first_fit(cl, wl, tm, grow_gain=0.05)
-    on, stats = _run_first_fit(cl, wl, tm, grow_gain=0.05, grow_waiting=True)
+    on, stats = _run_first_fit(cl, wl, tm, grow_gain=0.05, **{switch: True})
     assert stats["growths"] == 0 and (off.start_time > wl.arrival).any()  # some job waited
     np.testing.assert_array_equal(on.start_time, off.start_time)
     np.testing.assert_array_equal(on.finish_time, off.finish_time)
+
+
+@pytest.mark.parametrize(("grow_new", "late"), [(False, False), (True, False), (True, True)])
+def test_growth_of_jobs_starting_this_round(grow_new: bool, late: bool) -> None:
+    """With grow_new an elastic job grows before its first start (no restart); without, it
+    starts at its request and, alone on the cluster, never meets another round to grow at. A
+    job that waits after the placements stops all growth, grow_new or not."""
+    tm = make_tm(scaling=1.0)  # linear scaling
+    # j0: elastic 1..4 GPUs requesting 1 on one 4-GPU A100 node; with `late`, j1 (rigid, 4
+    # GPUs) arrives with it and waits behind it.
+    wl = _elastic_workload([1, 4], [1, 4], [4, 4], [0, 0])
+    wl.work[:] = [36000.0, 600.0]
+    if not late:
+        wl.arrival[1] = 1e6  # j1 arrives after j0 ends
+    res, stats = _run_first_fit(
+        _one_a100_node(), wl, tm, grow_gain=0.05, grow_factor=4, grow_new=grow_new
+    )
+    assert np.isfinite(res.finish_time).all() and int(res.restarts[0]) == 0
+    if grow_new and not late:  # 1 -> 4 GPUs at its placement, before it starts: no delay
+        assert stats["growths"] == 1 and res.finish_time[0] == pytest.approx(36000.0 / 4)
+    else:
+        assert stats["growths"] == 0 and res.finish_time[0] == pytest.approx(36000.0)
+    if late:  # j1 waited behind j0 all along
+        assert res.start_time[1] == pytest.approx(res.finish_time[0])
 
 
 @pytest.mark.parametrize("keep", [False, True])

@@ -261,7 +261,7 @@ def test_preset_flag_reads_the_rules_scheduler_maifs_runs() -> None:
         "--shrink-order restart_cost --shrink-fastest --critical-s 36000 --critical-wait-s 10800 "
         "--mem-hold-phi 0.4 --preempt-fast 2 --wake starve "
         "--critical-min-rel 0.25 --eft-gain 0.1 --critical-spread-cpu --critical-min-rel-s 86400 "
-        "--critical-slow-eft --elastic-teacher"
+        "--critical-slow-eft --elastic-teacher --grow-new"
     )
     rules = mod.RULES  # type: ignore[attr-defined]
     _, spelled = mod.parse_args(["x.pt", *flags])  # type: ignore[attr-defined]
@@ -378,6 +378,8 @@ def test_evict_allowance_spare_critical_and_starve_first_flags_reach_the_policie
     assert _scored_with(mod, monkeypatch, [ck, "--eft-elastic"])["eft_elastic"]
     assert _scored_with(mod, monkeypatch, [ck])["eft_elastic"] is False
     assert _scored_with(mod, monkeypatch, [ck, "--grow-waiting"])["grow_waiting"]
+    assert _scored_with(mod, monkeypatch, [ck, "--grow-new"])["grow_new"] is True
+    assert _scored_with(mod, monkeypatch, [ck])["grow_new"] is False
     assert _scored_with(mod, monkeypatch, [ck, "--elastic-teacher"])["elastic_teacher"]
     assert _scored_with(mod, monkeypatch, [ck])["elastic_teacher"] is False
     seen = _scored_with(mod, monkeypatch, [ck, "--critical-min-rel-s", "86400"])

@@ -47,13 +47,14 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hetsched.evaluation import atomic_write_text, csv_text, markdown_table  # noqa: E402
+from hetsched.resources import CONF_DIR  # noqa: E402
 from hetsched.sim.cluster import Cluster  # noqa: E402
 from hetsched.sim.clusters import scaled_cluster  # noqa: E402
 from hetsched.sim.engine import SimConfig, Simulator  # noqa: E402
 from hetsched.sim.throughput import ThroughputModel, default_throughput  # noqa: E402
 from hetsched.sim.workload import Workload  # noqa: E402
 
-CONF = Path(__file__).resolve().parents[1] / "conf"
+CONF = CONF_DIR
 POLICIES: tuple[str, ...] = (
     "fifo",
     "las",
@@ -65,7 +66,7 @@ POLICIES: tuple[str, ...] = (
     "hadar",
 )
 SIZES: tuple[int, ...] = (64, 256, 1024, 2048)
-#: Sia's heterogeneous 64-GPU node mix (conf/cluster/sia_64.yaml).
+#: Sia's heterogeneous 64-GPU node mix (hetsched/conf/cluster/sia_64.yaml).
 BASE_NODES: list[dict[str, Any]] = [
     {"gpu_type": "t4", "count": 6, "gpus": 4, "cpus": 48, "mem_gib": 192},
     {"gpu_type": "rtx2080ti", "count": 3, "gpus": 8, "cpus": 64, "mem_gib": 384},
@@ -94,7 +95,7 @@ def make_cluster(gpus: int) -> Cluster:
 
 
 def make_policies(names: Sequence[str]) -> dict[str, Any]:
-    """The scheduler presets ``conf/scheduler/<name>.yaml`` as Hydra config nodes."""
+    """The scheduler presets ``hetsched/conf/scheduler/<name>.yaml`` as Hydra config nodes."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 

@@ -28,10 +28,11 @@ from hydra.utils import instantiate
 
 import hetsched.config  # noqa: F401
 from hetsched.baselines import FIFO
+from hetsched.resources import CONF_DIR
 from hetsched.sim import Allocation, SimConfig, Simulator, Workload, default_throughput
 from hetsched.sim.cluster import Cluster
 
-CONF = Path(__file__).resolve().parent.parent / "conf"
+CONF = CONF_DIR
 
 
 def load(cluster: str, overrides: list[str]) -> tuple[Cluster, Any]:

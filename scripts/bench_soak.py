@@ -27,10 +27,11 @@ from hydra.utils import instantiate
 from tqdm.auto import tqdm
 
 import hetsched.config  # noqa: F401  (registers the config schemas)
+from hetsched.resources import CONF_DIR
 from hetsched.sim import SimConfig, Simulator, default_throughput
 from hetsched.sim.faults import FailureSpec
 
-CONF = Path(__file__).resolve().parent.parent / "conf"
+CONF = CONF_DIR
 PAGE = 4096
 
 

@@ -10,7 +10,7 @@ of a continuous stream; here ``--window`` of ``--jobs``, a reduced count). A win
 not finish within ``--max-hours`` of simulated time makes that run's value NaN ("-" in the table,
 as in the paper's table for saturated policies).
 
-Schedulers (Hydra presets in ``conf/scheduler``) and the paper's column they are compared with:
+Schedulers (Hydra presets in ``hetsched/conf/scheduler``) and the paper's column they are compared with:
 ``gavel_agnostic`` (LAS agnostic), ``gavel`` (Gavel LAS), ``gavel_ss`` (Gavel LAS w/ SS),
 ``fifo`` (FIFO) and ``gavel_ftf`` (FTF Gavel).
 
@@ -45,6 +45,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hetsched.evaluation import atomic_write_text, csv_text, evaluate  # noqa: E402
+from hetsched.resources import CONF_DIR  # noqa: E402
 from hetsched.sim.engine import SimConfig  # noqa: E402
 
 #: Scheduler preset -> the paper's column (gavel.md section 8, continuous-single).
@@ -82,14 +83,14 @@ RUN_COLUMNS: tuple[str, ...] = (
 
 
 def scheduler_factories(names: Sequence[str]) -> dict[str, Callable[[], Any]]:
-    """Zero-argument factories for the named ``conf/scheduler`` presets (composed by Hydra)."""
+    """Zero-argument factories for the named ``hetsched/conf/scheduler`` presets (composed by Hydra)."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
     from hydra.utils import instantiate
 
     import hetsched.config  # noqa: F401  (registers the schemas)
 
-    conf = Path(__file__).resolve().parents[1] / "conf"
+    conf = CONF_DIR
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
         cfg = compose(

@@ -44,10 +44,11 @@ from hetsched.evaluation import (  # noqa: E402
     markdown_table,
     write_outputs,
 )
+from hetsched.resources import CONF_DIR  # noqa: E402
 from hetsched.sim.engine import SimConfig  # noqa: E402
 from hetsched.sim.throughput import default_throughput  # noqa: E402
 
-CONF = Path(__file__).resolve().parents[1] / "conf"
+CONF = CONF_DIR
 POLICIES: tuple[str, ...] = ("hadar", "gavel", "yarn_cs", "gavel_agnostic")
 #: Workload presets and their Hydra overrides. gavel_synthetic: Gavel's generator with its
 #: multi-GPU scale factors (1/2/4/8 GPUs at 70/10/15/5 %), where mixed-type gangs can matter.
@@ -75,7 +76,7 @@ METRICS: tuple[str, ...] = (
 
 
 def compose(overrides: Sequence[str]) -> Any:
-    """The evaluation config (``conf/evaluate.yaml``) with Hydra ``overrides``."""
+    """The evaluation config (``hetsched/conf/evaluate.yaml``) with Hydra ``overrides``."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra

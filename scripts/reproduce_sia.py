@@ -45,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tqdm.auto import tqdm  # noqa: E402
 
 from hetsched.evaluation import atomic_write_text, csv_text, run_one  # noqa: E402
+from hetsched.resources import CONF_DIR  # noqa: E402
 from hetsched.sim.cluster import Cluster  # noqa: E402
 from hetsched.sim.engine import SimConfig  # noqa: E402
 from hetsched.sim.metrics import RESULT_COLUMNS  # noqa: E402
@@ -103,7 +104,7 @@ def _context(slowdown: bool = False) -> tuple[Cluster, ThroughputModel]:
 
         from hetsched.sim.clusters import spec_cluster
 
-        conf = Path(__file__).resolve().parents[1] / "conf" / "cluster" / "sia_64.yaml"
+        conf = CONF_DIR / "cluster" / "sia_64.yaml"
         spec = yaml.safe_load(conf.read_text())
         _CACHE["cluster"] = spec_cluster(spec["name"], spec["nodes"])
         _CACHE["tm"] = default_throughput()

@@ -18,11 +18,12 @@ from hydra.utils import instantiate
 
 from hetsched.config import sim_config_from
 from hetsched.envs.presets import resolve_cluster, resolve_workload, scheduler_factory
+from hetsched.resources import CONF_DIR
 from hetsched.sim.errors import ClusterSpecError, HetschedError
 from hetsched.sim.faults import FailureSpecError
 
 ROOT = Path(__file__).resolve().parent.parent
-CONF = ROOT / "conf"
+CONF = CONF_DIR
 
 
 def _compose(overrides: list[str]):  # type: ignore[no-untyped-def]

@@ -21,11 +21,12 @@ from hetsched.evaluation import (
     seeds_from,
     with_load,
 )
+from hetsched.resources import CONF_DIR
 from hetsched.sim import RESULT_COLUMNS, SimConfig, default_throughput
 from hetsched.sim.errors import TraceError
 
 ROOT = Path(__file__).resolve().parent.parent
-CONF = ROOT / "conf"
+CONF = CONF_DIR
 
 
 def _compose(overrides: list[str]):  # type: ignore[no-untyped-def]

@@ -39,9 +39,10 @@ from hetsched.agents.network import MAIFSNet, NetDims, PolicyEnsemble
 from hetsched.envs.core import EnvCore
 from hetsched.envs.features import ObsLayout
 from hetsched.envs.spaces import EnvSettings, LevelSets, RewardWeights
+from hetsched.sim.errors import HetschedError
 
 
-class CheckpointError(ValueError):
+class CheckpointError(HetschedError):
     """A checkpoint that does not match this package, env or observation layout."""
 
 
@@ -381,7 +382,7 @@ def ensemble_from_checkpoints(
     for path in members:
         if not Path(path).is_file():
             raise FileNotFoundError(
-                f"ensemble member {path} not found; restore it (checkpoints/README.md says how "
+                f"ensemble member {path} not found; restore it (hetsched/checkpoints/README.md says how "
                 "each member was trained) or run the checkpoint alone with ensemble=[] "
                 "(scheduler.maifs.ensemble=[])"
             )

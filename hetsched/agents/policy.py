@@ -26,6 +26,7 @@ from hetsched.agents.teacher import SJFTeacher, preemption_room
 from hetsched.baselines.base import BasePolicy
 from hetsched.envs.core import EPS, EnvCore, fill_gang, is_spread
 from hetsched.envs.spaces import EnvSettings
+from hetsched.resources import CHECKPOINT_DIR
 from hetsched.sim.allocation import Allocation
 from hetsched.sim.cluster import Cluster
 from hetsched.sim.engine import SimState
@@ -35,9 +36,9 @@ from hetsched.sim.workload import Workload
 if TYPE_CHECKING:  # torch is imported lazily: the teacher policy runs without it
     from hetsched.agents.network import MAIFSNet, PolicyEnsemble
 
-#: The shipped checkpoint, resolved relative to the repository (``<repo>/checkpoints``).
-DEFAULT_CHECKPOINT = Path(__file__).resolve().parents[2] / "checkpoints" / "maifs_default.pt"
-#: The shipped ensemble's other members (``checkpoints/README.md``): with the default
+#: The shipped checkpoint (``hetsched/checkpoints``, resolved by :mod:`hetsched.resources`).
+DEFAULT_CHECKPOINT = CHECKPOINT_DIR / "maifs_default.pt"
+#: The shipped ensemble's other members (``hetsched/checkpoints/README.md``): with the default
 #: checkpoint, ``scheduler=maifs`` acts with the five networks together.
 DEFAULT_ENSEMBLE: tuple[Path, ...] = tuple(
     DEFAULT_CHECKPOINT.with_name(f"maifs_default_{name}.pt")
@@ -173,7 +174,7 @@ class CoreActorPolicy(BasePolicy):
       fastest type that can hold it. It makes the policy work-conserving for starved jobs: the
       learned agents may leave a job waiting on idle GPUs for a faster node, but not forever.
       Being event-driven, the policy checks it at decision points (arrivals and completions).
-      ``scheduler=maifs`` turns it on at 6 h (``conf/scheduler/maifs.yaml``; chosen on the
+      ``scheduler=maifs`` turns it on at 6 h (``hetsched/conf/scheduler/maifs.yaml``; chosen on the
       validation windows, ``docs/maifs_log.md``). With ``starve_first`` it also runs before
       the actor's steps (and the preemption for a much faster GPU), over every waiting job,
       not only the window's: the jobs that have waited ``starve_guard_s`` go to the window's

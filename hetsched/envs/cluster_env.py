@@ -152,8 +152,8 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
     them: MAIFS checkpoints record the env id and observation layout and refuse a mismatch).
 
     Args:
-        cluster: A Cluster, a preset name (``conf/cluster``) or a node-spec mapping.
-        workload: A Workload, a preset name (``conf/workload``) or a factory
+        cluster: A Cluster, a preset name (``hetsched/conf/cluster``) or a node-spec mapping.
+        workload: A Workload, a preset name (``hetsched/conf/workload``) or a factory
             ``f(throughput=, cluster=, rng=)``; a factory draws a new workload each reset.
         throughput: Throughput model, a table path, or None for the shipped table.
         seed: Seed of the first reset when ``reset`` gets none.

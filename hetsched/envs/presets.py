@@ -1,16 +1,16 @@
 """Resolve the env's ``cluster`` / ``workload`` / ``throughput`` arguments.
 
-* ``cluster``: a :class:`~hetsched.sim.cluster.Cluster`, a preset name (``conf/cluster/<name>.yaml``,
+* ``cluster``: a :class:`~hetsched.sim.cluster.Cluster`, a preset name (``hetsched/conf/cluster/<name>.yaml``,
   e.g. ``"sia_64"``), or a spec mapping ``{"name": ..., "nodes": [...]}`` for
   :meth:`Cluster.from_spec`.
 * ``workload``: a :class:`~hetsched.sim.workload.Workload` (replayed as is every episode), a
-  preset name (``conf/workload/<name>.yaml``, e.g. ``"philly"``) whose fields can be overridden
+  preset name (``hetsched/conf/workload/<name>.yaml``, e.g. ``"philly"``) whose fields can be overridden
   with ``workload_kwargs`` (``{"num_jobs": 40}`` becomes the Hydra override
   ``workload.num_jobs=40``), or any factory called as ``factory(throughput=, cluster=, rng=)``.
 * ``throughput``: a :class:`~hetsched.sim.throughput.ThroughputModel`, a path to a table
   ``.npz``, or ``None`` for the shipped table.
 
-Presets are composed with Hydra from the repository's ``conf/`` directory (the same way
+Presets are composed with Hydra from the packaged ``hetsched/conf/`` directory (the same way
 ``scripts/evaluate.py`` does) and cached per process.
 """
 
@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from hetsched.resources import CONF_DIR
 from hetsched.sim.cluster import Cluster
 from hetsched.sim.faults import FailureSpec
 from hetsched.sim.throughput import ThroughputModel, default_throughput
@@ -31,13 +32,12 @@ from hetsched.sim.workload import Workload
 #: A workload factory: ``factory(throughput=, cluster=, rng=) -> Workload``.
 WorkloadFactory = Callable[..., Workload]
 
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 
 _CACHE: dict[tuple[str, ...], Any] = {}
 
 
 def _evaluate_config(group: str, name: str, overrides: tuple[str, ...]) -> Any:
-    """``conf/evaluate.yaml`` composed with ``<group>=<name>`` and ``overrides`` (not cached).
+    """``hetsched/conf/evaluate.yaml`` composed with ``<group>=<name>`` and ``overrides`` (not cached).
 
     Raises:
         ValueError: If there is no such preset (naming those there are), or it does not
@@ -90,7 +90,7 @@ def _compose(group: str, name: str, overrides: tuple[str, ...]) -> Any:
 
 
 def scheduler_node(name: str) -> Any:
-    """The config node of the scheduler preset ``conf/scheduler/<name>.yaml``, composed as
+    """The config node of the scheduler preset ``hetsched/conf/scheduler/<name>.yaml``, composed as
     ``scripts/evaluate.py`` composes it (``hydra.utils.instantiate`` builds the policy).
 
     Raises:

@@ -12,6 +12,10 @@ class HetschedError(ValueError):
     """Base class of every error raised for bad input or an invalid schedule."""
 
 
+class ConfigError(HetschedError):
+    """A setting (a Hydra override, a preset field, an output path) has a value that cannot work."""
+
+
 class TraceError(HetschedError):
     """A workload trace file or workload specification is malformed."""
 

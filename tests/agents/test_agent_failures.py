@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
@@ -11,9 +9,10 @@ from hydra.utils import instantiate
 
 from hetsched.config import sim_config_from
 from hetsched.evaluation import run_one
+from hetsched.resources import CONF_DIR
 from hetsched.sim import default_throughput
 
-CONF = Path(__file__).resolve().parents[2] / "conf"
+CONF = CONF_DIR
 
 
 @pytest.mark.parametrize("scheduler", ["maifs", "maifs_teacher"])

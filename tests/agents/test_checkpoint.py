@@ -12,6 +12,7 @@ from helpers import fast_config, tiny_env, tiny_tm
 from hetsched.agents.agent import CheckpointError, load_checkpoint, net_from_checkpoint
 from hetsched.agents.policy import MAIFSPolicy
 from hetsched.agents.trainer import Trainer
+from hetsched.resources import CHECKPOINT_DIR
 from hetsched.sim.engine import SimConfig, Simulator
 
 
@@ -113,7 +114,7 @@ def test_truncated_foreign_and_crafted_files_are_clear_errors(
         load_checkpoint(not_dict)
 
 
-SHIPPED = sorted((Path(__file__).resolve().parents[2] / "checkpoints").glob("*.pt"))
+SHIPPED = sorted(CHECKPOINT_DIR.glob("*.pt"))
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
@@ -13,8 +12,9 @@ from omegaconf import OmegaConf
 import hetsched.config  # noqa: F401  (registers the schemas)
 from hetsched.agents.agent import conf_from_dict
 from hetsched.agents.config import MAIFSAgentConf, TrainConfig
+from hetsched.resources import CHECKPOINT_DIR, CONF_DIR
 
-CONF = str(Path(__file__).resolve().parents[2] / "conf")
+CONF = str(CONF_DIR)
 
 
 def test_train_config_composes_with_overrides() -> None:
@@ -75,7 +75,7 @@ def test_scheduler_preset_ensemble_setting() -> None:
 
     from hetsched.agents.network import MAIFSNet, PolicyEnsemble
 
-    ckpts = Path(CONF).parent / "checkpoints"
+    ckpts = CHECKPOINT_DIR
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
         plain = compose("evaluate", overrides=["scheduler=maifs"])
         alone = compose("evaluate", overrides=["scheduler=maifs", "scheduler.maifs.ensemble=[]"])
@@ -102,7 +102,7 @@ def test_scheduler_preset_evict_only_setting() -> None:
 
     from hetsched.agents.network import PolicyEnsemble
 
-    sjf = Path(CONF).parent / "checkpoints" / "maifs_sjf.pt"
+    sjf = CHECKPOINT_DIR / "maifs_sjf.pt"
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
         cfg = compose(
             "evaluate",
@@ -144,7 +144,7 @@ def test_scheduler_preset_evict_allowance_reaches_the_policy() -> None:
 )
 def test_member_presets_reproduce_the_stored_curricula(preset: str, member: str) -> None:
     """``agent=maifs_elastic|maifs_loaded`` (with the recipe's overrides) compose to exactly
-    the agent config stored in the ensemble member they made (``checkpoints/README.md``)."""
+    the agent config stored in the ensemble member they made (``hetsched/checkpoints/README.md``)."""
     import torch
 
     recipe = [
@@ -156,7 +156,7 @@ def test_member_presets_reproduce_the_stored_curricula(preset: str, member: str)
     ]
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
         cfg = compose("train", overrides=[f"agent={preset}", *recipe])
-    ck = Path(CONF).parent / "checkpoints" / f"maifs_default_{member}.pt"
+    ck = CHECKPOINT_DIR / f"maifs_default_{member}.pt"
     stored = torch.load(ck, weights_only=True)["config"]
     # Fields added to the schema since (e.g. env.preemptive) load with their defaults.
     composed = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(MAIFSAgentConf), cfg.agent))

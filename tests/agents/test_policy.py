@@ -16,6 +16,7 @@ from hetsched.agents.agent import Acting, build_net, env_settings, net_dims
 from hetsched.agents.driver import TeamEnv
 from hetsched.agents.policy import MAIFSPolicy, TeacherPolicy
 from hetsched.envs.core import EnvCore
+from hetsched.resources import CHECKPOINT_DIR
 from hetsched.sim.allocation import Allocation
 from hetsched.sim.catalog import GPU_TYPE_NAMES
 from hetsched.sim.cluster import Cluster
@@ -809,9 +810,8 @@ def test_all_rules_together_keep_the_simulation_valid(seed: int, a100_only: bool
 
 
 def test_maifs_window_order_override() -> None:
-    from pathlib import Path
 
-    ckpts = Path(__file__).resolve().parents[2] / "checkpoints"
+    ckpts = CHECKPOINT_DIR
     # maifs_multitrace.pt was saved before agent.env.window_order existed: it loads with the
     # order it was trained with; the default checkpoint was trained with the sjf window.
     old = MAIFSPolicy(checkpoint=ckpts / "maifs_multitrace.pt")

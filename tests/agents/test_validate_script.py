@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from hetsched.resources import CHECKPOINT_DIR, CONF_DIR
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -22,7 +24,7 @@ def _load() -> object:
 
 def test_teacher_scores_two_and_checkpoint_is_scored() -> None:
     mod = _load()
-    ck = ROOT / "checkpoints" / "maifs_default.pt"
+    ck = CHECKPOINT_DIR / "maifs_default.pt"
     scores, rows = mod.score_checkpoints([ck], sets=[("sia_64", 62000)], seeds=[50])  # type: ignore[attr-defined]
     assert scores["teacher"] == pytest.approx(2.0)
     assert set(scores) == {"teacher", str(ck)}
@@ -33,7 +35,7 @@ def test_teacher_scores_two_and_checkpoint_is_scored() -> None:
 
 def test_quiet_set_runs_consecutive_jobs_not_the_busiest_window() -> None:
     mod = _load()
-    ck = ROOT / "checkpoints" / "maifs_default.pt"
+    ck = CHECKPOINT_DIR / "maifs_default.pt"
     kw = {"seeds": [50]}
     _, quiet = mod.score_checkpoints([ck], sets=[("pai_mixed", 20000, False)], **kw)  # type: ignore[attr-defined]
     _, busy = mod.score_checkpoints([ck], sets=[("pai_mixed", 20000)], **kw)  # type: ignore[attr-defined]
@@ -80,7 +82,7 @@ def test_alibaba_sets_sit_between_training_and_test_stretches() -> None:
 @pytest.mark.skipif(not _have_alibaba(), reason="needs the Alibaba trace in ../shared/data")
 def test_alibaba_set_runs_the_named_trace() -> None:
     mod = _load()
-    ck = ROOT / "checkpoints" / "maifs_default.pt"
+    ck = CHECKPOINT_DIR / "maifs_default.pt"
     _, rows = mod.score_checkpoints([ck], sets=[("sia_64", 4700, False, "alibaba")], seeds=[50])  # type: ignore[attr-defined]
     assert {r["start"] for r in rows} == {"alibaba 4700"}
     assert all(r["jct_h"] > 0 and r["mk_h"] > 0 for r in rows)
@@ -164,7 +166,7 @@ def test_only_flags_exclude_each_other() -> None:
     import subprocess
     import sys
 
-    ckpt = str(ROOT / "checkpoints/maifs_default.pt")  # exists, so the sets are checked next
+    ckpt = str(CHECKPOINT_DIR / "maifs_default.pt")  # exists, so the sets are checked next
     out = subprocess.run(
         [sys.executable, str(ROOT / "scripts/validate_maifs.py"), ckpt, "--only-scan"]
         + ["--only-scan-shifted"],
@@ -209,7 +211,7 @@ def test_elastic_sets_of_other_traces_avoid_their_test_files() -> None:
     assert {s[3] for s in sets} == set(traces) and {s[1] for s in sets} == {2, 5}
     for t in traces:  # every elastic preset's default file is 1: its test trace
         assert mod.workload_kwargs(t, 2, True) == {"index": 2}  # type: ignore[attr-defined]
-        cfg = (ROOT / "conf" / "workload" / f"{t}.yaml").read_text()
+        cfg = (CONF_DIR / "workload" / f"{t}.yaml").read_text()
         assert "\nindex: 1\n" in cfg
     with pytest.raises(ValueError, match="test trace"):
         make(traces, (1, 2))
@@ -236,7 +238,7 @@ def test_at_or_below_counts_the_sets_where_both_metrics_are_no_worse() -> None:
 
 def test_a_baseline_runs_beside_the_checkpoints() -> None:
     mod = _load()
-    ck = ROOT / "checkpoints" / "maifs_default.pt"
+    ck = CHECKPOINT_DIR / "maifs_default.pt"
     fifo = mod.baseline_factory("fifo")  # type: ignore[attr-defined]
     scores, rows = mod.score_checkpoints(  # type: ignore[attr-defined]
         [ck], sets=[("sia_64", 62000)], seeds=[50], baselines={"fifo": fifo}
@@ -250,7 +252,7 @@ def test_a_baseline_runs_beside_the_checkpoints() -> None:
 
 def test_preset_flag_reads_the_rules_scheduler_maifs_runs() -> None:
     mod = _load()
-    # The rules of conf/scheduler/maifs.yaml spelled out as flags (the preset of docs/results.md).
+    # The rules of hetsched/conf/scheduler/maifs.yaml spelled out as flags (the preset of docs/results.md).
     import shlex
 
     flags = shlex.split(
@@ -319,8 +321,8 @@ def test_checkpoints_are_scored_alone_unless_members_are_given(
         raise _BuiltError
 
     monkeypatch.setattr(mod, "evaluate", fake_evaluate)
-    ck = ROOT / "checkpoints" / "maifs_default.pt"
-    member = ROOT / "checkpoints" / "maifs_default_seed5.pt"
+    ck = CHECKPOINT_DIR / "maifs_default.pt"
+    member = CHECKPOINT_DIR / "maifs_default_seed5.pt"
     with pytest.raises(_BuiltError):
         mod.score_checkpoints([ck], sets=[("sia_64", 62000)], seeds=[50])  # type: ignore[attr-defined]
     with pytest.raises(_BuiltError):
@@ -336,8 +338,8 @@ def test_members_flag_reaches_the_policies_and_missing_files_are_refused(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     mod = _load()
-    ck = str(ROOT / "checkpoints" / "maifs_default.pt")
-    member = str(ROOT / "checkpoints" / "maifs_default_seed5.pt")
+    ck = str(CHECKPOINT_DIR / "maifs_default.pt")
+    member = str(CHECKPOINT_DIR / "maifs_default_seed5.pt")
     assert _scored_with(mod, monkeypatch, [ck, "--members", member])["ensemble"] == [member]
     # Without the flag each checkpoint is scored alone.
     assert _scored_with(mod, monkeypatch, [ck])["ensemble"] == []
@@ -351,8 +353,8 @@ def test_evict_only_flag_reaches_the_policies_and_needs_members(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     mod = _load()
-    ck = str(ROOT / "checkpoints" / "maifs_default.pt")
-    member = str(ROOT / "checkpoints" / "maifs_sjf.pt")
+    ck = str(CHECKPOINT_DIR / "maifs_default.pt")
+    member = str(CHECKPOINT_DIR / "maifs_sjf.pt")
     seen = _scored_with(mod, monkeypatch, [ck, "--evict-only", "--members", member])
     assert seen["evict_only"] is True and seen["ensemble"] == [member]
     assert "evict_only" not in _scored_with(mod, monkeypatch, [ck, "--members", member])
@@ -366,7 +368,7 @@ def test_evict_allowance_spare_critical_and_starve_first_flags_reach_the_policie
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     mod = _load()
-    ck = str(ROOT / "checkpoints" / "maifs_default.pt")
+    ck = str(CHECKPOINT_DIR / "maifs_default.pt")
     assert _scored_with(mod, monkeypatch, [ck, "--evict-allowance"])["evict_allowance"] is True
     assert _scored_with(mod, monkeypatch, [ck])["evict_allowance"] is False
     assert _scored_with(mod, monkeypatch, [ck, "--spare-critical"])["evict_critical"] is False
@@ -390,7 +392,7 @@ def test_clusters_and_rules_off_reach_the_scoring(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     mod = _load()
-    ck = str(ROOT / "checkpoints" / "maifs_default.pt")
+    ck = str(CHECKPOINT_DIR / "maifs_default.pt")
     argv = ["validate_maifs.py", ck, "--preset", "--only-scan-shifted", "--clusters", "sia_64"]
     seen = _scored_with(
         mod, monkeypatch, [*argv[1:], "--rules-off", "preempt_ratio", "preempt_fast"]

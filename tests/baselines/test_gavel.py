@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import types
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,6 +22,7 @@ from hetsched.baselines.gavel_lp import (
     las_allocation,
     makespan_allocation,
 )
+from hetsched.resources import CONF_DIR
 from hetsched.sim.catalog import gpu_type_index
 from hetsched.sim.engine import SimConfig, Simulator
 
@@ -458,7 +458,7 @@ def test_presets_compose_and_instantiate() -> None:
 
     import hetsched.config  # noqa: F401
 
-    conf = Path(__file__).resolve().parents[2] / "conf"
+    conf = CONF_DIR
     names = ["gavel", "gavel_agnostic", "gavel_ftf", "gavel_makespan", "gavel_ss"]
     with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
         cfg = compose(

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from conftest import K, make_cluster, make_tm, make_workload
 
 from hetsched.baselines.hadar import Hadar, exp_price, utility_value
+from hetsched.resources import CONF_DIR
 from hetsched.sim.catalog import gpu_type_index
 from hetsched.sim.cluster import Cluster
 from hetsched.sim.engine import SimConfig, Simulator
@@ -207,7 +206,7 @@ def test_hydra_preset_builds_hadar() -> None:
 
     import hetsched.config  # noqa: F401
 
-    conf = Path(__file__).resolve().parents[2] / "conf"
+    conf = CONF_DIR
     with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
         cfg = compose("evaluate", overrides=["scheduler=hadar", "scheduler.hadar.horizon=50"])
     pol = instantiate(cfg.scheduler.hadar)

@@ -20,6 +20,7 @@ from hetsched.baselines.sia import (
     sia_configurations,
     solve_assignment_milp,
 )
+from hetsched.resources import CONF_DIR
 from hetsched.sim.allocation import Allocation
 from hetsched.sim.catalog import gpu_type_index
 from hetsched.sim.cluster import Cluster
@@ -393,7 +394,7 @@ def test_hydra_presets_instantiate() -> None:
 
     import hetsched.config  # noqa: F401
 
-    conf = Path(__file__).resolve().parents[2] / "conf"
+    conf = CONF_DIR
     with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
         cfg = compose(
             config_name="evaluate",

@@ -10,6 +10,7 @@ import pytest
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
+from hetsched.resources import CONF_DIR
 from hetsched.sim.catalog import GPU_TYPE_NAMES
 from hetsched.sim.cluster import Cluster
 from hetsched.sim.clusters import (
@@ -23,7 +24,7 @@ from hetsched.sim.clusters import (
 from hetsched.sim.errors import ClusterSpecError, UnknownGpuTypeError
 
 ROOT = Path(__file__).resolve().parents[2]
-PRESETS = ROOT / "conf" / "cluster"
+PRESETS = CONF_DIR / "cluster"
 SHIPPED_PAI = ROOT / "hetsched" / "data" / "clusters" / "pai_machine_spec.csv"
 T = {name: i for i, name in enumerate(GPU_TYPE_NAMES)}
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from conftest import GAVEL_NAMES, gavel_like_cluster, make_trace_tm, sia_like_cluster
 
+from hetsched.resources import CONF_DIR
 from hetsched.sim import traces
 from hetsched.sim.catalog import GPU_TYPE_NAMES
 from hetsched.sim.cluster import Cluster
@@ -35,7 +36,7 @@ from hetsched.sim.traces import (
 from hetsched.sim.workload import Workload
 
 REPO = Path(__file__).resolve().parents[2]
-CONF = REPO / "conf" / "workload"
+CONF = CONF_DIR / "workload"
 
 
 def rng(seed: int = 0) -> np.random.Generator:

@@ -1,0 +1,57 @@
+"""``hetsched-train``: train the MAIFS-style agent (a Hydra app).
+
+Examples::
+
+    hetsched-train agent=maifs workload=philly cluster=sia_64
+    hetsched-train agent.ppo.env_steps=2000 out=my_agent.pt
+    hetsched-train resume=outputs/train/RUN/checkpoints/8000.pt hydra.run.dir=outputs/train/RUN
+
+(``python scripts/train.py`` and ``python -m hetsched train`` are the same app.)
+
+Writes TensorBoard logs (``tb/``) and checkpoints (``checkpoints/{step}.pt``, ``best.pt``) into
+the run directory. Training needs the ``agents`` extra (PyTorch). See docs/training.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+import hetsched.config  # noqa: F401  (registers the config schemas)
+from hetsched.cli import check_complete, run_app, short_errors
+from hetsched.resources import CONF_DIR
+from hetsched.sim.errors import ConfigError
+
+
+@hydra.main(config_path=str(CONF_DIR), config_name="train", version_base="1.3")
+@short_errors
+def app(cfg: DictConfig) -> None:
+    """Train and print where the best checkpoint and the logs are."""
+    check_complete(cfg)
+    from hetsched.agents.config import TrainConfig
+    from hetsched.agents.trainer import Trainer
+    from hetsched.cli.evaluate import writable_dir
+
+    obj = OmegaConf.to_object(cfg)
+    if not isinstance(obj, TrainConfig):
+        raise ConfigError(f"train config composed to {type(obj).__name__}, not TrainConfig")
+    run_dir = writable_dir(Path(HydraConfig.get().runtime.output_dir), "hydra.run.dir")
+    if obj.out:
+        writable_dir(Path(obj.out).expanduser().resolve().parent, "out (its directory)")
+    best = Trainer(obj, run_dir).run()
+    extra = [f"{d}/" for d in ("tb", "checkpoints") if (run_dir / d).is_dir()]
+    print(f"best checkpoint: {best}")
+    print(f"outputs in {run_dir}: " + ", ".join(extra))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point of ``hetsched-train``; returns the exit code.
+
+    Args:
+        argv: Hydra overrides (default: the command line).
+    """
+    return run_app(app, argv)

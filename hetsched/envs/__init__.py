@@ -1,6 +1,6 @@
 """Gymnasium and PettingZoo environments over the hetsched simulator.
 
-Importing this package registers
+Importing ``hetsched`` (or this package) registers
 
 * ``hetsched/Cluster-v0`` with PettingZoo's registry (``pettingzoo.make("parallel", ...)``, when
   the installed PettingZoo has one) -- :class:`ClusterParallelEnv`, one agent per node;
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import gymnasium
 import pettingzoo
 
+from hetsched import GYM_ENTRY_POINTS, PARALLEL_ENTRY_POINTS, register_envs
 from hetsched.envs import cluster_env
 from hetsched.envs.central_env import ClusterCentralEnv
 from hetsched.envs.cluster_env import (
@@ -34,32 +34,10 @@ from hetsched.envs.cluster_env import (
 )
 from hetsched.envs.spaces import ActionCodec, EnvSettings, LevelSets, RewardWeights
 
-#: Multi-agent (PettingZoo parallel) env ids.
-PARALLEL_ENV_IDS: tuple[str, ...] = ("hetsched/Cluster-v0", "hetsched/ClusterPreempt-v0")
-#: Entry points of the parallel ids: (parallel factory, AEC factory) in ``cluster_env``.
-_PARALLEL_ENTRIES: dict[str, tuple[str, str]] = {
-    "hetsched/Cluster-v0": ("parallel_env", "env"),
-    "hetsched/ClusterPreempt-v0": ("preempt_parallel_env", "preempt_env"),
-}
-#: Single-agent (Gymnasium) env ids.
-GYM_ENV_IDS: tuple[str, ...] = ("hetsched/ClusterCentral-v0",)
-
-
-def register_envs() -> None:
-    """Register every id (idempotent)."""
-    if "hetsched/ClusterCentral-v0" not in gymnasium.registry:
-        gymnasium.register(
-            id="hetsched/ClusterCentral-v0",
-            entry_point="hetsched.envs:ClusterCentralEnv",
-            disable_env_checker=False,
-        )
-    reg = getattr(pettingzoo, "register", None)
-    if reg is not None:
-        for env_id, entries in _PARALLEL_ENTRIES.items():
-            for kind, entry in zip(("parallel", "aec"), entries, strict=True):
-                registry = getattr(pettingzoo, f"{kind}_registry", {})
-                if env_id not in registry:
-                    reg(kind, env_id, f"hetsched.envs.cluster_env:{entry}")
+#: Multi-agent (PettingZoo parallel) env ids (the table is ``hetsched.PARALLEL_ENTRY_POINTS``).
+PARALLEL_ENV_IDS: tuple[str, ...] = tuple(PARALLEL_ENTRY_POINTS)
+#: Single-agent (Gymnasium) env ids (the table is ``hetsched.GYM_ENTRY_POINTS``).
+GYM_ENV_IDS: tuple[str, ...] = tuple(GYM_ENTRY_POINTS)
 
 
 def make_parallel(env_id: str = "hetsched/Cluster-v0", **kwargs: Any) -> ClusterParallelEnv:
@@ -70,13 +48,13 @@ def make_parallel(env_id: str = "hetsched/Cluster-v0", **kwargs: Any) -> Cluster
     if mk is not None:
         out = mk("parallel", env_id, **kwargs)
         return out
-    factory = getattr(cluster_env, _PARALLEL_ENTRIES[env_id][0])
+    factory = getattr(cluster_env, PARALLEL_ENTRY_POINTS[env_id][0].rsplit(":", 1)[1])
     out = factory(**kwargs)
     assert isinstance(out, ClusterParallelEnv)
     return out
 
 
-register_envs()
+register_envs()  # (done by ``import hetsched`` already; kept for an explicit call)
 
 __all__ = [
     "GYM_ENV_IDS",

@@ -1,50 +1,72 @@
-"""Bad input through the user-facing entry points: each gets one clear error naming what is wrong.
+"""Bad input through the command line: one line on stderr naming what is wrong, exit code 2.
 
-Trace files, cluster specs and failure traces have their own detailed cases in tests/sim; here the
-same mistakes arrive the way a user makes them, through Hydra overrides and the evaluate app.
+Each case is a mistake a user makes on the command line (a bad override, a broken cluster YAML or
+trace, a missing checkpoint, an unusable output directory). The apps are called in-process through
+their console entry functions (``hetsched.cli.evaluate.main`` is ``hetsched-evaluate``); two cases
+also run as real processes, where ``HYDRA_FULL_ERROR=1`` brings the traceback back. The library
+API's own errors (preset names from Python) are checked at the end.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
-from hydra.errors import ConfigCompositionException, InstantiationException
-from hydra.utils import instantiate
 
-from hetsched.config import sim_config_from
+from hetsched.cli import EXIT_BAD_INPUT
+from hetsched.cli import evaluate as evaluate_cli
+from hetsched.cli import train as train_cli
 from hetsched.envs.presets import resolve_cluster, resolve_workload, scheduler_factory
-from hetsched.resources import CONF_DIR
-from hetsched.sim.errors import ClusterSpecError, HetschedError
+from hetsched.sim.errors import ClusterSpecError, ConfigError, HetschedError, TraceError
 from hetsched.sim.faults import FailureSpecError
 
 ROOT = Path(__file__).resolve().parent.parent
-CONF = CONF_DIR
+#: Small, quick settings every evaluate case starts from (the error must come before any run).
+QUICK = ["scheduler=fifo", "seed=0", "workload.num_jobs=10", "output.plots=false"]
 
 
-def _compose(overrides: list[str]):  # type: ignore[no-untyped-def]
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose("evaluate", overrides=overrides)
+def _error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    """The single line the app wrote on stderr (fails if there is more, or a traceback)."""
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1, f"expected one line on stderr, got:\n{err}"
+    assert lines[0].startswith("error: ") and "Traceback" not in err
+    return lines[0]
+
+
+def _evaluate(tmp_path: Path, *args: str) -> int:
+    run = tmp_path / "run"
+    return evaluate_cli.main([*QUICK, f"hydra.run.dir={run}", *args])
+
+
+@pytest.fixture(autouse=True)
+def _no_full_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
 
 
 @pytest.mark.parametrize(
-    "override",
+    ("override", "match"),
     [
-        "sim.round_s=fast",
-        "sim.failures.mtbf_h=often",
-        "sim.checkpoint.cost_s=[1,2]",
-        "sim.no_such_field=1",
-        "cluster=no_such_cluster",
-        "workload=no_such_workload",
+        ("sim.round_s=fast", "sim.round_s=fast"),
+        ("sim.failures.mtbf_h=often", "mtbf_h=often"),
+        ("sim.checkpoint.cost_s=[1,2]", "cost_s"),
+        ("sim.no_such_field=1", "no_such_field"),
+        ("cluster=no_such_cluster", "cluster/no_such_cluster"),
+        ("workload=no_such_workload", "workload/no_such_workload"),
+        ("cluster=custom", "cluster.path has no value"),
+        ("workload=csv", "workload.path has no value"),
     ],
 )
-def test_bad_overrides_fail_at_composition(override: str) -> None:
-    with pytest.raises(ConfigCompositionException):
-        _compose([override])
+def test_bad_overrides(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], override: str, match: str
+) -> None:
+    assert _evaluate(tmp_path, override) == EXIT_BAD_INPUT
+    assert match in _error_line(capsys)
+    assert not (tmp_path / "run" / "results.csv").exists()
 
 
 @pytest.mark.parametrize(
@@ -55,14 +77,17 @@ def test_bad_overrides_fail_at_composition(override: str) -> None:
         ("sim.checkpoint.interval_s=0", "interval_s=0"),
         ("sim.checkpoint.cost_s=-1", "cost_s=-1"),
         ("sim.failures.trace=/no/such/failures.csv", "does not exist"),
+        ("seed=[]", "seed list is empty"),
+        ("num_seeds=0", "num_seeds=0"),
+        ("load=-1", "load=-1"),
+        ("scheduler=[]", "scheduler="),
     ],
 )
-def test_bad_failure_values_name_the_field(override: str, match: str) -> None:
-    cfg = _compose([override])
-    with pytest.raises(FailureSpecError, match=match):
-        spec = sim_config_from(cfg.sim).failures
-        if spec is not None:
-            spec.build(4, 0)
+def test_bad_values_name_the_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], override: str, match: str
+) -> None:
+    assert _evaluate(tmp_path, override) == EXIT_BAD_INPUT
+    assert match in _error_line(capsys)
 
 
 @pytest.mark.parametrize(
@@ -80,38 +105,107 @@ def test_bad_failure_values_name_the_field(override: str, match: str) -> None:
         ("name: x\nnodes:\n  - {gpu_type: v100, count: 1, gpus: 4, cpu: 8, mem_gib: 64}\n", "cpu"),
     ],
 )
-def test_bad_cluster_yaml_names_the_field(tmp_path: Path, body: str, match: str) -> None:
+def test_bad_cluster_yaml_names_file_and_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str, match: str
+) -> None:
     p = tmp_path / "c.yaml"
     p.write_text(body)
-    cfg = _compose(["cluster=custom", f"cluster.path={p}"])
-    with pytest.raises(InstantiationException) as e:
-        instantiate(cfg.cluster)
-    assert isinstance(e.value.__cause__, ClusterSpecError)
-    assert match in str(e.value) and str(p) in str(e.value)
+    assert _evaluate(tmp_path, "cluster=custom", f"cluster.path={p}") == EXIT_BAD_INPUT
+    line = _error_line(capsys)
+    assert match in line and str(p) in line
 
 
-def test_missing_csv_trace_is_a_clear_error_from_the_app(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "scripts" / "evaluate.py"),
-            "scheduler=fifo",
-            "workload=csv",
-            f"workload.path={tmp_path / 'absent.csv'}",
-            f"hydra.run.dir={tmp_path / 'run'}",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode != 0
-    assert "absent.csv" in proc.stderr
+@pytest.mark.parametrize(
+    ("body", "match"),
+    [
+        (None, "absent.csv"),  # no such file
+        ("job_id,submission_time,duration\n1,0,60\n", "num_gpu"),  # a required column is missing
+        ("job_id,submission_time,duration,num_gpu\n1,0,60,two\n", "two"),  # not a number
+        ("job_id,submission_time,duration,num_gpu\n1,0,-60,1\n", "duration"),  # negative
+        ("job_id,submission_time,duration,num_gpu\n", "no data rows"),  # header only
+    ],
+)
+def test_bad_csv_trace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str | None, match: str
+) -> None:
+    p = tmp_path / ("absent.csv" if body is None else "t.csv")
+    if body is not None:
+        p.write_text(body)
+    code = _evaluate(tmp_path, "workload=csv", f"workload.path={p}", "workload.num_jobs=null")
+    assert code == EXIT_BAD_INPUT
+    line = _error_line(capsys)
+    assert match in line and p.name in line
     assert not (tmp_path / "run" / "results.csv").exists()
 
 
+def test_missing_and_broken_checkpoints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    absent = tmp_path / "absent.pt"
+    assert _evaluate(tmp_path, "scheduler=maifs", f"scheduler.maifs.checkpoint={absent}") == 2
+    assert str(absent) in _error_line(capsys)
+    broken = tmp_path / "broken.pt"
+    broken.write_bytes(b"not a checkpoint")
+    assert _evaluate(tmp_path, "scheduler=maifs", f"scheduler.maifs.checkpoint={broken}") == 2
+    assert str(broken) in _error_line(capsys)
+
+
+def test_unusable_output_dir_is_found_before_any_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    afile = tmp_path / "a_file"
+    afile.write_text("x")
+    assert _evaluate(tmp_path, f"output.dir={afile}") == EXIT_BAD_INPUT
+    assert "output.dir" in _error_line(capsys)
+    assert _evaluate(tmp_path, f"output.dir={afile / 'sub'}") == EXIT_BAD_INPUT
+    assert "output.dir" in _error_line(capsys)
+
+
+def test_train_app_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = f"hydra.run.dir={tmp_path / 'run'}"
+    assert train_cli.main(["agent.ppo.lr=fast", run]) == EXIT_BAD_INPUT
+    assert "agent.ppo.lr=fast" in _error_line(capsys)
+    assert train_cli.main(["cluster=no_such_cluster", run]) == EXIT_BAD_INPUT
+    assert "no_such_cluster" in _error_line(capsys)
+
+
+def _as_process(args: list[str], cwd: Path, full: bool) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env.pop("HYDRA_FULL_ERROR", None)
+    if full:
+        env["HYDRA_FULL_ERROR"] = "1"
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    return subprocess.run(
+        [sys.executable, "-m", "hetsched", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        env=env,
+    )
+
+
+def test_a_real_process_prints_one_line_and_exits_2(tmp_path: Path) -> None:
+    args = ["evaluate", *QUICK, "workload=csv", f"workload.path={tmp_path / 'absent.csv'}"]
+    args.append(f"hydra.run.dir={tmp_path / 'run'}")
+    proc = _as_process(args, tmp_path, full=False)
+    assert proc.returncode == 2
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "absent.csv" in lines[0], proc.stderr
+    full = _as_process(args, tmp_path, full=True)
+    assert full.returncode not in (0, 2)
+    assert "Traceback" in full.stderr and "TraceError" in full.stderr
+
+
+def test_unknown_command(tmp_path: Path) -> None:
+    proc = _as_process(["evalute"], tmp_path, full=False)
+    assert proc.returncode == 2 and "unknown command 'evalute'" in proc.stderr
+
+
 def test_error_types_share_one_base() -> None:
-    assert issubclass(FailureSpecError, HetschedError)
-    assert issubclass(ClusterSpecError, HetschedError)
+    from hetsched.agents.agent import CheckpointError
+
+    for cls in (FailureSpecError, ClusterSpecError, TraceError, ConfigError, CheckpointError):
+        assert issubclass(cls, HetschedError)
 
 
 @pytest.mark.parametrize(

@@ -84,6 +84,13 @@ def user_error(err: BaseException) -> str | None:
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
+class BadInputExit(SystemExit):
+    """Raised by :func:`short_errors` once the one-line message is printed (exit code 2).
+
+    A :class:`SystemExit`, so it passes Hydra's job runner without another report.
+    """
+
+
 def check_complete(cfg: Any) -> None:
     """Raise :class:`ConfigError` naming the first setting still ``???`` in the composed config."""
     from omegaconf import OmegaConf
@@ -112,7 +119,7 @@ def short_errors(task: _F) -> _F:
             if msg is None:
                 raise
             print(f"error: {msg}", file=sys.stderr)
-            raise SystemExit(EXIT_BAD_INPUT) from err
+            raise BadInputExit(EXIT_BAD_INPUT) from err
 
     return wrapped  # type: ignore[return-value]
 
@@ -141,6 +148,8 @@ def run_app(app: Callable[[], Any], argv: Sequence[str] | None = None) -> int:
     os.environ[FULL_ERROR_ENV] = "1"
     try:
         app()
+    except BadInputExit:
+        return EXIT_BAD_INPUT
     except Exception as err:
         msg = None if full else user_error(err)
         if msg is None:

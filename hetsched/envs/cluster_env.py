@@ -24,6 +24,7 @@ from hetsched.envs.presets import (
     resolve_throughput,
     resolve_workload,
 )
+from hetsched.envs.rewards import REWARD_KEYS, reward_parts
 from hetsched.envs.spaces import EnvSettings, LevelSets, RewardWeights
 from hetsched.sim.allocation import Allocation
 from hetsched.sim.catalog import GPU_TYPE_NAMES
@@ -39,11 +40,7 @@ DEFAULT_WORKLOAD_KWARGS: dict[str, Any] = {"num_jobs": 48}
 
 #: Numeric info keys every agent gets at reset and at every step (fixed order and shapes).
 INFO_KEYS: tuple[str, ...] = (
-    "reward_jobs",
-    "reward_makespan",
-    "reward_conflict",
-    "reward_invalid",
-    "reward_progress",
+    *REWARD_KEYS,  # the weighted reward terms (hetsched/envs/rewards.py), their sum the reward
     "jobs_in_system_s",
     "rounds_advanced",
     "placed_jobs",
@@ -60,21 +57,6 @@ INFO_KEYS: tuple[str, ...] = (
     "stalled",
     "action_mask",
 )
-
-
-#: The reward components (their sum is the team reward), a prefix of :data:`INFO_KEYS`.
-REWARD_KEYS: tuple[str, ...] = INFO_KEYS[:5]
-
-
-def reward_parts(stats: StepStats, weights: RewardWeights, z: float) -> dict[str, float]:
-    """Weighted reward components of one step (their sum is the team reward)."""
-    return {
-        "reward_jobs": -weights.jobs * stats.jobs_s / z,
-        "reward_makespan": -weights.makespan * stats.makespan_s / 3600.0 if stats.terminal else 0.0,
-        "reward_conflict": -weights.conflict * float(stats.conflicts + stats.gang_failed),
-        "reward_invalid": -weights.invalid * float(stats.invalid),
-        "reward_progress": weights.progress * stats.progress_gpu_s / z,
-    }
 
 
 class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):

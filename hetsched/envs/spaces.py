@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from hetsched.envs.rewards import RewardWeights
+
 #: Default level sets (maifs.md section 4).
 DEFAULT_GPU_LEVELS: tuple[float, ...] = (0.5, 1.0, 2.0)
 DEFAULT_CPU_LEVELS: tuple[float, ...] = (0.5, 1.0, 1.5, 2.0)
@@ -113,71 +115,6 @@ class LevelSets:
 
 
 @dataclass(frozen=True)
-class RewardWeights:
-    """Weights of the named reward components (all rewards are team rewards).
-
-    The step reward is::
-
-        r = - jobs * J_s / Z - makespan * 1[terminal] * makespan_s / 3600
-            - conflict * (#conflicts + #failed gang claims) - invalid * #invalid actions
-            + progress * P_s / Z
-
-    with ``J_s`` the jobs-in-system integral over the step in job-seconds and
-    ``Z = 3600 * N_gpu / 8`` (maifs.md section 7): with ``jobs=1`` the episode sum of the first
-    term is ``- total JCT / Z``.
-
-    ``P_s`` (progress shaping, off by default) is the work done during the step, each job's in
-    GPU-seconds at its best rate: the drop of the potential ``sum_j G_j * remaining_j / v_j``
-    (``G_j`` requested GPUs, ``v_j`` the job's isolated throughput at that size on its fastest
-    allowed GPU type of the cluster). Over an episode in which every job finishes it sums to the
-    constant ``sum_j G_j * work_j / v_j``, so it leaves the undiscounted return's ranking of
-    policies unchanged; with discounting it credits work done early, e.g. starting a long job
-    while GPUs idle, whose pay-off in the jobs term lies beyond a short horizon.
-
-    Attributes:
-        jobs: Weight of the jobs-in-system integral.
-        makespan: Weight of the terminal makespan term (hours).
-        conflict: Penalty per lost or unfilled claim.
-        invalid: Penalty per invalid (masked-out or malformed) action.
-        progress: Weight of the progress shaping term (0 = off).
-    """
-
-    jobs: float = 1.0
-    makespan: float = 0.1
-    conflict: float = 0.01
-    invalid: float = 0.01
-    progress: float = 0.0
-
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            v = getattr(self, f.name)
-            try:
-                fv = float(v)
-            except (TypeError, ValueError):
-                raise ValueError(f"reward weight {f.name}={v!r} must be a number") from None
-            if not math.isfinite(fv):
-                raise ValueError(f"reward weight {f.name}={v!r} must be finite")
-            object.__setattr__(self, f.name, fv)
-
-    @classmethod
-    def from_any(cls, value: RewardWeights | Mapping[str, float] | None) -> RewardWeights:
-        """Accept a :class:`RewardWeights`, a partial mapping of weights, or ``None``."""
-        if value is None:
-            return cls()
-        if isinstance(value, RewardWeights):
-            return value
-        if isinstance(value, Mapping):
-            known = {f.name for f in fields(cls)}
-            unknown = set(value) - known
-            if unknown:
-                raise ValueError(
-                    f"unknown reward component(s) {sorted(unknown)}; components: {sorted(known)}"
-                )
-            return cls(**dict(value))  # __post_init__ checks and converts each weight
-        raise ValueError(f"reward_weights={value!r} must be a RewardWeights, a mapping or None")
-
-
-@dataclass(frozen=True)
 class EnvSettings:
     """Settings shared by the multi-agent and the central env (validated on construction).
 
@@ -185,7 +122,7 @@ class EnvSettings:
         window: Candidate-window size K.
         resident_slots: Padded slots R for a node's jobs in its observation.
         levels: Level sets.
-        reward_weights: Reward weights.
+        reward_weights: Reward weights (:mod:`hetsched.envs.rewards`).
         max_cycles: Env steps after which an episode is truncated (>= 2).
         round_s: Round length in seconds.
         max_decisions_per_round: Decision steps after which a round's time advances anyway.

@@ -19,7 +19,7 @@ from omegaconf import MISSING
 if TYPE_CHECKING:
     from hetsched.sim.engine import SimConfig
 
-#: The schedulers the main job compares by default (hetsched/conf/evaluate.yaml's defaults list).
+#: The schedulers the main job compares by default (conf/evaluate.yaml's defaults list).
 DEFAULT_SCHEDULERS: list[str] = ["maifs", "sia", "hadar", "gavel", "las", "yarn_cs", "fifo"]
 
 
@@ -146,13 +146,13 @@ class OutputSettings:
 
 @dataclass
 class EvaluateConfig:
-    """Top-level config of ``scripts/evaluate.py`` (defaults list in ``hetsched/conf/evaluate.yaml``).
+    """Top-level config of ``scripts/evaluate.py`` (defaults list in ``conf/evaluate.yaml``).
 
     Attributes:
-        cluster: A cluster preset (``hetsched/conf/cluster/``), instantiated with ``_target_``.
-        workload: A workload preset (``hetsched/conf/workload/``), a ``_partial_`` factory called with
+        cluster: A cluster preset (``conf/cluster/``), instantiated with ``_target_``.
+        workload: A workload preset (``conf/workload/``), a ``_partial_`` factory called with
             ``throughput``, ``cluster`` and ``rng``.
-        scheduler: Mapping of scheduler name to preset (``hetsched/conf/scheduler/``).
+        scheduler: Mapping of scheduler name to preset (``conf/scheduler/``).
         seed: One seed or a list of seeds; every scheduler sees the same workload per seed.
         throughput_table: Path of a throughput table ``.npz``; ``null`` = the shipped one.
         progress: Show a progress bar.
@@ -161,7 +161,7 @@ class EvaluateConfig:
         load: Load factor: arrival times are divided by it (2.0 = twice the arrival rate).
         skip_done: Skip the run if its output directory already holds a complete results.csv.
         checkpoint: MAIFS checkpoint for ``scheduler=maifs`` (``checkpoint=PATH``); ``null`` =
-            the shipped ``hetsched/checkpoints/maifs_default.pt`` (with its ensemble members).
+            the shipped ``checkpoints/maifs_default.pt`` (with its ensemble members).
     """
 
     cluster: Any = MISSING

@@ -24,8 +24,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--cluster", default="sia_64", help="cluster preset (hetsched/conf/cluster)")
-    ap.add_argument("--workload", default="philly", help="workload preset (hetsched/conf/workload)")
+    ap.add_argument("--cluster", default="sia_64", help="cluster preset (conf/cluster)")
+    ap.add_argument("--workload", default="philly", help="workload preset (conf/workload)")
     ap.add_argument("--num-jobs", type=int, default=300, help="jobs per episode")
     ap.add_argument("--steps", type=int, default=512, help="env steps to collect (whole episodes)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads")

@@ -16,7 +16,7 @@ issue's bar asks for lower average JCT *and* no worse makespan than the baseline
 
 The rule flags (``--starve-guard-s``, ``--preempt-fast``, ...) turn on the rules of
 :class:`~hetsched.agents.policy.MAIFSPolicy`; without any, each checkpoint runs bare.
-``--preset`` takes every rule from ``hetsched/conf/scheduler/maifs.yaml`` (what ``scheduler=maifs``
+``--preset`` takes every rule from ``conf/scheduler/maifs.yaml`` (what ``scheduler=maifs``
 runs), and rule flags given with it override its values.
 
 ``--loaded`` adds six loaded stretches (:data:`LOADED_SETS`): long jobs queue there for hours,
@@ -44,7 +44,7 @@ files; file 1 of every preset is its test trace and is refused.
 
 Usage::
 
-    python scripts/validate_maifs.py hetsched/checkpoints/maifs_default.pt outputs/train/RUN/checkpoints/*.pt
+    python scripts/validate_maifs.py checkpoints/maifs_default.pt outputs/train/RUN/checkpoints/*.pt
     python scripts/validate_maifs.py A.pt B.pt --long-guard-s 10800 --out val.md
     python scripts/validate_maifs.py A.pt --starve-guard-s 21600 --migrate-gain 0.1 --alibaba
     python scripts/validate_maifs.py A.pt --starve-guard-s 21600 --migrate-gain 0.1 \
@@ -59,11 +59,11 @@ Usage::
         --critical-s 86400 --critical-wait-s 10800 --mem-hold-phi 0.4 --alibaba --loaded \
         --vs sia
     python scripts/validate_maifs.py A.pt --preset --only-scan --vs sia --seeds 50
-    python scripts/validate_maifs.py hetsched/checkpoints/maifs_default.pt --preset --alibaba --loaded \
-        --members hetsched/checkpoints/maifs_default_{seed5,seed6,elastic,loaded}.pt   # the ensemble
-    python scripts/validate_maifs.py hetsched/checkpoints/maifs_default.pt --preset --evict-only \
-        --members hetsched/checkpoints/maifs_sjf.pt hetsched/checkpoints/maifs_default_{seed5,seed6}.pt \
-        hetsched/checkpoints/maifs_default_{elastic,loaded}.pt   # learned evictions, those placements
+    python scripts/validate_maifs.py checkpoints/maifs_default.pt --preset --alibaba --loaded \
+        --members checkpoints/maifs_default_{seed5,seed6,elastic,loaded}.pt   # the ensemble
+    python scripts/validate_maifs.py checkpoints/maifs_default.pt --preset --evict-only \
+        --members checkpoints/maifs_sjf.pt checkpoints/maifs_default_{seed5,seed6}.pt \
+        checkpoints/maifs_default_{elastic,loaded}.pt   # learned evictions, those placements
 """
 
 from __future__ import annotations
@@ -234,7 +234,7 @@ def workload_factory(vset: ValidationSet) -> Callable[..., Any]:
 
 
 def baseline_factory(name: str) -> Callable[[], Any]:
-    """A factory of the scheduler preset ``hetsched/conf/scheduler/<name>.yaml`` (as ``evaluate.py``
+    """A factory of the scheduler preset ``conf/scheduler/<name>.yaml`` (as ``evaluate.py``
     builds it), for ``--vs``.
 
     Raises:
@@ -310,7 +310,7 @@ def score_checkpoints(
         2.0 by construction) and one row per (set, name) with mean avg JCT and makespan (hours).
     """
     tm = default_throughput()
-    # The teacher as the maifs_teacher preset runs it (hetsched/conf/scheduler/maifs_teacher.yaml).
+    # The teacher as the maifs_teacher preset runs it (conf/scheduler/maifs_teacher.yaml).
     teacher = partial(TeacherPolicy, window=16, long_s=10800.0)
     policies: dict[str, Callable[[], Any]] = {"teacher": teacher}
     kw = dict(policy_kwargs or {})
@@ -507,8 +507,8 @@ def parse_args(
         default=[],
         metavar="CKPT",
         help="ensemble members acting together with every checkpoint scored (default: none, "
-        "each checkpoint alone; the shipped ensemble: hetsched/checkpoints/maifs_default.pt --members "
-        "hetsched/checkpoints/maifs_default_{seed5,seed6,elastic,loaded}.pt)",
+        "each checkpoint alone; the shipped ensemble: checkpoints/maifs_default.pt --members "
+        "checkpoints/maifs_default_{seed5,seed6,elastic,loaded}.pt)",
     )
     ap.add_argument(
         "--evict-only",
@@ -582,7 +582,7 @@ def parse_args(
     ap.add_argument(
         "--preset",
         action="store_true",
-        help="take the rules from hetsched/conf/scheduler/maifs.yaml (what scheduler=maifs runs); "
+        help="take the rules from conf/scheduler/maifs.yaml (what scheduler=maifs runs); "
         "rule flags given as well override them (switches such as --keep-memory only turn on)",
     )
     if ap.parse_known_args(argv)[0].preset:

@@ -12,6 +12,6 @@
 * :mod:`hetsched.agents.policy` -- ``MAIFSPolicy`` / ``TeacherPolicy`` for the evaluation runner.
 * :mod:`hetsched.agents.config` -- typed Hydra schemas.
 
-Results: ``docs/results.md``; shipped agent: ``hetsched/checkpoints/maifs_default.pt`` acting with the
-four ``hetsched/checkpoints/maifs_default_*.pt`` members (:class:`~hetsched.agents.network.PolicyEnsemble`).
+Results: ``docs/results.md``; shipped agent: ``checkpoints/maifs_default.pt`` acting with the
+four ``checkpoints/maifs_default_*.pt`` members (:class:`~hetsched.agents.network.PolicyEnsemble`).
 """

@@ -1,7 +1,7 @@
 """Typed Hydra schemas of the MAIFS-style agent, its training run and its scheduler preset.
 
-Presets: ``hetsched/conf/agent/maifs.yaml`` (every hyperparameter), ``hetsched/conf/train.yaml`` (the training
-app) and ``hetsched/conf/scheduler/maifs.yaml`` (the evaluation scheduler). :func:`register_agent_configs`
+Presets: ``conf/agent/maifs.yaml`` (every hyperparameter), ``conf/train.yaml`` (the training
+app) and ``conf/scheduler/maifs.yaml`` (the evaluation scheduler). :func:`register_agent_configs`
 puts the schemas into Hydra's ConfigStore; :func:`hetsched.config.register_configs` calls it.
 """
 
@@ -146,7 +146,7 @@ class PPOConf:
         vf_coef: Value-loss weight.
         max_grad_norm: Gradient-norm clip.
         attn_reg: L2 penalty on the attention logits (MAAC).
-        rules_preset: A scheduler preset (``hetsched/conf/scheduler/``, e.g. ``maifs``) whose rules act
+        rules_preset: A scheduler preset (``conf/scheduler/``, e.g. ``maifs``) whose rules act
             around the agents during the PPO rollouts: each episode runs the simulator with
             :class:`~hetsched.agents.policy.MAIFSPolicy` (that preset's rules, this network
             sampling) and records the network's decision steps, so the agents learn what the
@@ -180,8 +180,8 @@ class CurriculumItem:
     """One training distribution: a cluster preset, a workload preset with overrides, seeds.
 
     Attributes:
-        cluster: Cluster preset name (``hetsched/conf/cluster``).
-        workload: Workload preset name (``hetsched/conf/workload``).
+        cluster: Cluster preset name (``conf/cluster``).
+        workload: Workload preset name (``conf/workload``).
         workload_kwargs: Overrides of the preset's fields (e.g. a trace window).
         seeds: Episode seeds drawn uniformly from ``[seed_lo, seed_hi)``.
     """
@@ -200,7 +200,7 @@ class EvalConf:
     Attributes:
         every: Env steps between evaluations (0: no evaluation, no ``best.pt``).
         baseline: ``"teacher"`` (the agent's behaviour-cloning teacher) or the name of a
-            scheduler preset (``hetsched/conf/scheduler/<name>.yaml``, e.g. ``"fifo"`` or ``"sia"``),
+            scheduler preset (``conf/scheduler/<name>.yaml``, e.g. ``"fifo"`` or ``"sia"``),
             run once by the same runner; an unknown name fails when the trainer is built.
         cluster: Cluster preset name; null = the training app's ``cluster``.
         workload: Workload preset name; null = the training app's ``workload``.
@@ -241,7 +241,7 @@ class MAIFSAgentConf:
 
 @dataclass
 class TrainConfig:
-    """Top-level config of ``scripts/train.py`` (``hetsched/conf/train.yaml``).
+    """Top-level config of ``scripts/train.py`` (``conf/train.yaml``).
 
     Attributes:
         agent: The agent (``agent=maifs``).
@@ -257,7 +257,7 @@ class TrainConfig:
         init: Checkpoint whose weights start a new run (no optimizer or counters; the
             behaviour-cloning phase still runs unless ``bc.episodes`` and ``bc.dagger_rounds``
             are 0).
-        out: Final checkpoint copy (e.g. ``hetsched/checkpoints/maifs_default.pt``); null = none.
+        out: Final checkpoint copy (e.g. ``checkpoints/maifs_default.pt``); null = none.
         progress: tqdm progress bar.
         max_wall_s: Stop the PPO phase after this many wall-clock seconds (null: no limit; a
             time-limited run is not reproducible step for step).
@@ -281,7 +281,7 @@ class MAIFSSchedulerConf:
     """:class:`hetsched.agents.policy.MAIFSPolicy` as an evaluation scheduler.
 
     Attributes:
-        checkpoint: Checkpoint path; null = the shipped ``hetsched/checkpoints/maifs_default.pt`` (with
+        checkpoint: Checkpoint path; null = the shipped ``checkpoints/maifs_default.pt`` (with
             its ensemble members, see ``ensemble``).
         greedy: Argmax actions (False: sample with the run's generator).
         conflict: Override the checkpoint's conflict mode (``ordered``, ``maxsum``, ``none``).
@@ -456,7 +456,7 @@ MAIFS_RULES: tuple[str, ...] = tuple(
 
 
 def preset_rules(name: str = "maifs") -> dict[str, Any]:
-    """The rule settings of the scheduler preset ``hetsched/conf/scheduler/<name>.yaml`` (composed as
+    """The rule settings of the scheduler preset ``conf/scheduler/<name>.yaml`` (composed as
     ``scripts/evaluate.py`` composes it), by the names in :data:`MAIFS_RULES`.
 
     Raises:

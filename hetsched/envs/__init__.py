@@ -38,6 +38,11 @@ from hetsched.envs.spaces import ActionCodec, EnvSettings, LevelSets, RewardWeig
 PARALLEL_ENV_IDS: tuple[str, ...] = tuple(PARALLEL_ENTRY_POINTS)
 #: Single-agent (Gymnasium) env ids (the table is ``hetsched.GYM_ENTRY_POINTS``).
 GYM_ENV_IDS: tuple[str, ...] = tuple(GYM_ENTRY_POINTS)
+#: Parallel id -> (parallel factory, AEC factory) names in ``cluster_env``.
+_PARALLEL_ENTRIES: dict[str, tuple[str, str]] = {
+    env_id: (par.rsplit(":", 1)[1], aec.rsplit(":", 1)[1])
+    for env_id, (par, aec) in PARALLEL_ENTRY_POINTS.items()
+}
 
 
 def make_parallel(env_id: str = "hetsched/Cluster-v0", **kwargs: Any) -> ClusterParallelEnv:
@@ -48,7 +53,7 @@ def make_parallel(env_id: str = "hetsched/Cluster-v0", **kwargs: Any) -> Cluster
     if mk is not None:
         out = mk("parallel", env_id, **kwargs)
         return out
-    factory = getattr(cluster_env, PARALLEL_ENTRY_POINTS[env_id][0].rsplit(":", 1)[1])
+    factory = getattr(cluster_env, _PARALLEL_ENTRIES[env_id][0])
     out = factory(**kwargs)
     assert isinstance(out, ClusterParallelEnv)
     return out

@@ -3,7 +3,7 @@
 A :class:`Cluster` is struct-of-arrays over nodes. Units: CPU in cores, memory in GiB. Every node
 holds GPUs of exactly one type (``node_type`` indexes :data:`hetsched.sim.catalog.GPU_TYPE_NAMES`).
 
-Build one from a spec (the shape of the YAML presets in ``hetsched/conf/cluster/``)::
+Build one from a spec (the shape of the YAML presets in ``conf/cluster/``)::
 
     Cluster.from_spec(name="tiny", nodes=[
         {"gpu_type": "v100", "count": 2, "gpus": 4, "cpus": 32, "mem_gib": 244},

@@ -1,4 +1,4 @@
-"""Cluster factories for the Hydra presets in ``hetsched/conf/cluster/``.
+"""Cluster factories for the Hydra presets in ``conf/cluster/``.
 
 Each factory is named by a preset's ``_target_`` and called with only that preset's parameters:
 
@@ -85,7 +85,7 @@ def _cluster_name(name: Any, source: str) -> str:
 
 # ---------------------------------------------------------------------------- spec / scaled
 def spec_cluster(name: str, nodes: Any, source: str | None = None) -> Cluster:
-    """A cluster from node groups written in a preset (``hetsched/conf/cluster/gavel_108.yaml`` ...).
+    """A cluster from node groups written in a preset (``conf/cluster/gavel_108.yaml`` ...).
 
     Args:
         name: Cluster name (used in result tables).

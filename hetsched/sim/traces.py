@@ -1,7 +1,7 @@
 """Workload factories: trace loaders and synthetic generators.
 
 Every factory has the signature ``fn(*, throughput, cluster, rng, **own_params) -> Workload``, so
-a Hydra preset (``hetsched/conf/workload/*.yaml``, ``_partial_: true``) fixes ``own_params`` and the
+a Hydra preset (``conf/workload/*.yaml``, ``_partial_: true``) fixes ``own_params`` and the
 evaluation runner supplies the throughput table, the cluster and a seeded
 :class:`numpy.random.Generator`. All randomness comes from ``rng``: the same seed gives the same
 workload. Each factory also accepts ``name`` (the workload name used in result tables).
@@ -777,12 +777,12 @@ def _window(jobs: _Jobs, o: _Opts) -> _Jobs:
         t = jobs.arrival
         span = t[start + n - 1 :] - t[start : J - n + 1]
         lo = start + int(np.argmin(span))
-        logger.debug(
+        logger.info(
             "%s: busiest window of %d jobs starts at sorted job %d of %d (arrival span %.0f s)",
             jobs.source, n, lo, J, float(span[lo - start]),
         )  # fmt: skip
     elif n < J:
-        logger.debug("%s: jobs %d..%d of %d (sorted by arrival)", jobs.source, lo, lo + n - 1, J)
+        logger.info("%s: jobs %d..%d of %d (sorted by arrival)", jobs.source, lo, lo + n - 1, J)
     return jobs.take(slice(lo, lo + n))
 
 

@@ -6,9 +6,10 @@ runner and ``scripts/summarize.py`` draw the same figures:
 
 * :func:`fig_jct_cdf` -- empirical CDF of job completion time per scheduler (all seeds pooled).
 * :func:`fig_metric_bars` -- headline metrics per scheduler, mean with 95 % CI error bars.
-* :func:`fig_timeline` -- cluster utilisation and queue length over simulated time (one seed).
-* :func:`fig_gpu_share` -- share of each model's GPU-hours on each GPU type, per scheduler
-  (who got the fast GPUs).
+* :func:`fig_timeline` -- cluster utilisation and queue length over simulated time, mean over
+  seeds with a min-max band.
+* :func:`fig_gpu_share` -- share of each scheduler's GPU-hours on each GPU type, one stacked bar
+  per scheduler (who got the fast GPUs).
 """
 
 from __future__ import annotations
@@ -119,10 +120,41 @@ def fig_metric_bars(summary: Rows, metrics: Sequence[str] = BAR_METRICS, title: 
     return fig
 
 
+def seed_mean_step(
+    t: NDArray[np.float64],
+    v: NDArray[np.float64],
+    seed: NDArray[np.float64],
+    grid: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Mean, min and max over seeds of per-seed step functions, sampled on ``grid``.
+
+    Each seed's series holds its value from one ``t`` to the next and is 0 after its last time
+    (the run is over). Returns three arrays of ``grid``'s shape.
+
+    Args:
+        t: Times of the samples, shape (n,), any seed order.
+        v: Values, shape (n,).
+        seed: Seed of each sample, shape (n,).
+        grid: Times to sample at, shape (g,), increasing.
+    """
+    per_seed = []
+    for sd in np.unique(seed):
+        sel = seed == sd
+        order = np.argsort(t[sel], kind="stable")
+        ts, vs = t[sel][order], v[sel][order]
+        idx = np.searchsorted(ts, grid, side="right") - 1
+        val = np.where(idx >= 0, vs[np.clip(idx, 0, None)], 0.0)
+        val = np.where(grid <= ts[-1], val, 0.0)
+        per_seed.append(val)
+    stack = np.stack(per_seed) if per_seed else np.zeros((1, grid.size))
+    return stack.mean(axis=0), stack.min(axis=0), stack.max(axis=0)
+
+
 def fig_timeline(timeline: Rows, num_gpus: int | None = None, title: str = "") -> Any:
     """Cluster utilisation and queue length over simulated time, one line per scheduler.
 
-    Only the first seed present in ``timeline`` is drawn (each seed is a different workload).
+    Every seed counts: each line is the mean over seeds (each seed's series held between its
+    rounds and 0 once its run is over), the shaded band spans the seeds' minimum to maximum.
 
     Args:
         timeline: Per-round rows with ``scheduler, seed, t0`` (s), ``busy_gpus`` and ``pending``.
@@ -133,29 +165,31 @@ def fig_timeline(timeline: Rows, num_gpus: int | None = None, title: str = "") -
     Returns:
         A matplotlib ``Figure``.
     """
-    fig = _figure(7.0, 5.0)
+    fig = _figure(8.0, 5.5)
     ax_u, ax_q = fig.subplots(2, 1, sharex=True)
     ylabel = "GPU utilisation"
-    seed_col = _column(timeline, "seed")
-    if seed_col.size:
-        first = seed_col[0]
-        keep = seed_col == first
-        rows = [r for r, k in zip(timeline, keep, strict=True) if k]
-        sched = np.array([str(r["scheduler"]) for r in rows])
-        t_h = _column(rows, "t0") / 3600.0
-        pend = _column(rows, "pending")
+    n_seeds = 0
+    if timeline:
+        sched = np.array([str(r["scheduler"]) for r in timeline])
+        seed = _column(timeline, "seed")
+        n_seeds = len(np.unique(seed))
+        t_h = _column(timeline, "t0") / 3600.0
+        pend = _column(timeline, "pending")
         if num_gpus:
-            util = _column(rows, "busy_gpus") / num_gpus
-        elif "utilization" in rows[0]:
-            util = _column(rows, "utilization")
+            util = _column(timeline, "busy_gpus") / num_gpus
+        elif "utilization" in timeline[0]:
+            util = _column(timeline, "utilization")
         else:
-            util, ylabel = _column(rows, "busy_gpus"), "busy GPUs"
-        for s in _schedulers(rows):
+            util, ylabel = _column(timeline, "busy_gpus"), "busy GPUs"
+        grid = np.linspace(0.0, float(np.nanmax(t_h)), 400)
+        for k, s in enumerate(_schedulers(timeline)):
             sel = sched == s
-            ax_u.step(t_h[sel], util[sel], where="post", label=s)
-            ax_q.step(t_h[sel], pend[sel], where="post", label=s)
-        ax_u.legend(loc="best", fontsize="small")
-        title = title or f"cluster over time (seed {int(first)})"
+            for ax, vals in ((ax_u, util), (ax_q, pend)):
+                mean, lo, hi = seed_mean_step(t_h[sel], vals[sel], seed[sel], grid)
+                ax.plot(grid, mean, color=f"C{k % 10}", label=s, linewidth=1.2)
+                if n_seeds > 1:
+                    ax.fill_between(grid, lo, hi, color=f"C{k % 10}", alpha=0.15, linewidth=0)
+        fig.legend(*ax_u.get_legend_handles_labels(), loc="outside right upper", fontsize="small")
     else:
         _empty(ax_u, "timeline")
     ax_u.set_ylabel(ylabel)
@@ -163,51 +197,54 @@ def fig_timeline(timeline: Rows, num_gpus: int | None = None, title: str = "") -
     ax_q.set_xlabel("simulated time (h)")
     for ax in (ax_u, ax_q):
         ax.grid(True, alpha=0.3)
-    fig.suptitle(title or "cluster over time")
+    band = ", band: min to max" if n_seeds > 1 else ""
+    fig.suptitle(title or f"cluster over time (mean over {n_seeds} seed(s){band})")
     return fig
 
 
 def fig_gpu_share(jobs: Rows, title: str = "") -> Any:
-    """Share of each model's GPU-hours on each GPU type, one panel per scheduler.
+    """Share of each scheduler's GPU-hours on each GPU type: one stacked bar per scheduler.
+
+    All jobs and seeds are pooled (who got the fast GPUs).
 
     Args:
-        jobs: Per-job rows with ``scheduler``, ``model`` and ``gpu_hours_<type>`` columns.
+        jobs: Per-job rows with ``scheduler`` and ``gpu_hours_<type>`` columns.
         title: Figure title.
 
     Returns:
-        A matplotlib ``Figure``.
+        A matplotlib ``Figure``; bar ``i`` of type ``k`` is ``ax.containers[k][i]``.
     """
     keys = list(jobs[0]) if jobs else []
     types = [k.removeprefix("gpu_hours_") for k in keys if k.startswith("gpu_hours_")]
     scheds = _schedulers(jobs)
-    models = sorted({str(r["model"]) for r in jobs})
-    n = max(1, len(scheds))
-    fig = _figure(min(4.0 * n, 16.0), 1.2 + 0.28 * max(1, len(models)))
-    axes = fig.subplots(1, n, sharey=True, squeeze=False)[0]
+    fig = _figure(max(5.0, 1.0 + 0.9 * len(scheds)) + 1.5, 4.5)
+    ax = fig.subplots()
     if not types or not jobs:
-        _empty(axes[0], "per-type GPU-hours")
+        _empty(ax, "per-type GPU-hours")
         return fig
     sched = np.array([str(r["scheduler"]) for r in jobs])
-    model = np.array([str(r["model"]) for r in jobs])
     hours = np.stack([_column(jobs, f"gpu_hours_{t}") for t in types], axis=1)  # (J, T)
     hours = np.nan_to_num(hours, nan=0.0)
-    ys = np.arange(len(models))
-    for ax, s in zip(axes, scheds, strict=False):
-        sel = sched == s
-        per_model = np.stack([hours[sel & (model == m)].sum(axis=0) for m in models])  # (M, T)
-        tot = per_model.sum(axis=1, keepdims=True)
-        share = np.divide(per_model, tot, out=np.zeros_like(per_model), where=tot > 0)
-        left = np.zeros(len(models))
-        for k, t in enumerate(types):
-            ax.barh(ys, share[:, k], left=left, color=f"C{k % 10}", label=t)
-            left += share[:, k]
-        ax.set_title(s, fontsize="medium")
-        ax.set_xlim(0, 1)
-        ax.set_xlabel("share of GPU-hours")
-    axes[0].set_yticks(ys, models, fontsize="small")
-    handles, labels = axes[0].get_legend_handles_labels()
+    per_sched = np.stack([hours[sched == s].sum(axis=0) for s in scheds])  # (S, T)
+    tot = per_sched.sum(axis=1, keepdims=True)
+    share = np.divide(per_sched, tot, out=np.zeros_like(per_sched), where=tot > 0)
+    xs = np.arange(len(scheds))
+    bottom = np.zeros(len(scheds))
+    for k, t in enumerate(types):
+        ax.bar(xs, share[:, k], bottom=bottom, color=f"C{k % 10}", label=t, width=0.7)
+        bottom += share[:, k]
+    ax.set_xticks(
+        xs,
+        scheds,
+        rotation=30 if len(scheds) > 4 else 0,
+        ha="right" if len(scheds) > 4 else "center",
+    )
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("share of GPU-hours")
+    ax.grid(True, axis="y", alpha=0.3)
+    handles, labels = ax.get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside right upper", fontsize="small", title="GPU type")
-    fig.suptitle(title or "GPU-type share per model (who got the fast GPUs)")
+    fig.suptitle(title or "GPU-type share of GPU-hours per scheduler")
     return fig
 
 
@@ -238,7 +275,7 @@ def make_figures(
     }
     if jobs:
         figs["jct_cdf"] = fig_jct_cdf(jobs, title=f"{pre}JCT CDF")
-        figs["gpu_share"] = fig_gpu_share(jobs, title=f"{pre}GPU-type share per model")
+        figs["gpu_share"] = fig_gpu_share(jobs, title=f"{pre}GPU-type share of GPU-hours")
     if timeline:
         figs["timeline"] = fig_timeline(timeline, num_gpus, title="")
     return figs

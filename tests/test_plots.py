@@ -13,6 +13,7 @@ from hetsched.baselines.heuristics import FIFO, LAS
 from hetsched.evaluation import evaluate, write_outputs
 from hetsched.plots import (
     fig_gpu_share,
+    fig_timeline,
     figure_rgb,
     make_figures,
     save_figures,
@@ -79,16 +80,32 @@ def test_figures_written_and_not_blank(tmp_path: Path) -> None:
     assert set(make_figures(summ)) == {"metrics"}
 
 
-def test_gpu_share_fractions_sum_to_one() -> None:
+def test_gpu_share_is_one_stacked_bar_per_scheduler() -> None:
     _, jobs, _ = _synthetic()
     fig = fig_gpu_share(jobs)
-    ax = fig.axes[0]
-    widths = np.array([p.get_width() for p in ax.patches]).reshape(2, 3)  # (types, models)
-    np.testing.assert_allclose(widths.sum(axis=0), 1.0)
-    # Model m1 = jobs 1, 4, ..., 19: 4 of its 7 jobs had 1 v100-hour, all 7 had 1 k80-hour.
-    assert widths[0, 1] == pytest.approx(4 / 11)
-    assert widths[1, 1] == pytest.approx(7 / 11)
+    (ax,) = fig.axes
+    heights = np.array([[b.get_height() for b in c] for c in ax.containers])  # (types, scheds)
+    assert heights.shape == (2, 2)
+    np.testing.assert_allclose(heights.sum(axis=0), 1.0)
+    # Per scheduler and seed: 10 of 20 jobs had 1 v100-hour, all 20 had 1 k80-hour.
+    np.testing.assert_allclose(heights[0], 10 / 30)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["fifo", "las"]
     assert figure_rgb(fig).shape[2] == 3
+
+
+def test_timeline_is_the_mean_over_seeds() -> None:
+    """Two seeds, constant 2 and 6 busy GPUs of 8: the line is 0.5 until the shorter run ends."""
+    tl = [
+        {"scheduler": "fifo", "seed": sd, "t0": 3600.0 * i, "busy_gpus": busy, "pending": 1}
+        for sd, busy, n in ((0, 2.0, 3), (1, 6.0, 5))
+        for i in range(n)
+    ]
+    fig = fig_timeline(tl, num_gpus=8)
+    line = fig.axes[0].lines[0]
+    x, y = np.asarray(line.get_xdata()), np.asarray(line.get_ydata())
+    np.testing.assert_allclose(y[x <= 2.0], 0.5)
+    np.testing.assert_allclose(y[(x > 2.0) & (x <= 4.0)], 0.375)  # seed 0 is over: (0 + 0.75) / 2
+    assert "mean over 2 seed(s)" in fig._suptitle.get_text()
 
 
 def test_tensorboard_tags(tmp_path: Path) -> None:

@@ -71,6 +71,7 @@ REWARD_TERMS: tuple[RewardTerm, ...] = (
     RewardTerm(
         "progress", 0.0, lambda s, z: s.progress_gpu_s / z, "work done (GPU-s at best rate) / Z"
     ),
+    # a new term: one more entry here (docs/extending.md, "Add a reward term")
 )
 
 #: Info keys of the weighted terms (``reward_<name>``), in table order; their sum is the reward.

@@ -176,3 +176,40 @@ def test_wheel_installs_and_runs_outside_the_checkout(tmp_path: Path) -> None:
     rows = (run_dir / "results.csv").read_text().splitlines()
     assert len(rows) == 3 and {r.split(",")[0] for r in rows[1:]} == {"maifs", "fifo"}
     assert "outputs in" in ev.stdout and "plots/" in ev.stdout
+
+
+def test_console_is_quiet_and_the_last_line_lists_every_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("matplotlib")
+    from hetsched.cli import evaluate as evaluate_cli
+
+    run = tmp_path / "run"
+    code = evaluate_cli.main(
+        ["scheduler=fifo", "seed=[0,1]", "workload.num_jobs=15", "output.tensorboard=false"]
+        + ["progress=false", f"hydra.run.dir={run}"]
+    )
+    out = capsys.readouterr()
+    assert code == 0
+    assert "INFO" not in out.out + out.err  # INFO goes to the run's log file only
+    assert (run / "evaluate.log").is_file()
+    last = out.out.strip().splitlines()[-1]
+    assert last.startswith(f"outputs in {run}: ")
+    for name in ("results.csv", "results.md", "jobs.csv", "timeline.csv", "evaluate.log", "plots/"):
+        assert name in last
+
+
+def test_benchmark_command_without_its_module(capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+
+    try:
+        present = importlib.util.find_spec("hetsched.benchmark.cli") is not None
+    except ModuleNotFoundError:
+        present = False
+    if present:
+        pytest.skip("hetsched.benchmark.cli is installed: the command runs the benchmark")
+    from hetsched.cli import benchmark
+
+    assert benchmark.main([]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no benchmark module" in err[0]

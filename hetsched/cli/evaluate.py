@@ -103,6 +103,7 @@ def outputs_line(out_dir: Path) -> str:
         "timeline.csv",
     ]
     files = [n for n in names if (out_dir / n).is_file()]
+    files += sorted(p.name for p in out_dir.glob("*.log"))  # Hydra's log of the run (INFO lines)
     dirs = [f"{d}/" for d in ("plots", "tb") if (out_dir / d).is_dir()]
     return f"outputs in {out_dir}: " + ", ".join(files + dirs)
 

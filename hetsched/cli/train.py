@@ -43,7 +43,8 @@ def app(cfg: DictConfig) -> None:
     if obj.out:
         writable_dir(Path(obj.out).expanduser().resolve().parent, "out (its directory)")
     best = Trainer(obj, run_dir).run()
-    extra = [f"{d}/" for d in ("tb", "checkpoints") if (run_dir / d).is_dir()]
+    extra = sorted(p.name for p in run_dir.glob("*.log"))
+    extra += [f"{d}/" for d in ("tb", "checkpoints") if (run_dir / d).is_dir()]
     print(f"best checkpoint: {best}")
     print(f"outputs in {run_dir}: " + ", ".join(extra))
 

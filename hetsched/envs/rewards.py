@@ -93,6 +93,8 @@ class RewardWeights:
         ValueError: On an unknown term name, or a weight that is not a finite number.
     """
 
+    _w: dict[str, float]  # term name -> weight, in table order
+
     def __init__(self, **weights: Any) -> None:
         unknown = set(weights) - set(_TERMS)
         if unknown:

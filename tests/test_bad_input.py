@@ -160,6 +160,14 @@ def test_unusable_output_dir_is_found_before_any_run(
     assert "output.dir" in _error_line(capsys)
 
 
+def test_run_dir_that_is_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    afile = tmp_path / "a_file"
+    afile.write_text("x")
+    code = evaluate_cli.main([*QUICK, f"hydra.run.dir={afile}"])
+    assert code == EXIT_BAD_INPUT
+    assert f"cannot use the path {afile}" in _error_line(capsys)
+
+
 def test_train_app_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run = f"hydra.run.dir={tmp_path / 'run'}"
     assert train_cli.main(["agent.ppo.lr=fast", run]) == EXIT_BAD_INPUT

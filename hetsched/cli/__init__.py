@@ -44,8 +44,9 @@ def user_error(err: BaseException) -> str | None:
     """The one-line message for an error caused by bad input, or None for anything else.
 
     Bad input is a :class:`~hetsched.sim.errors.HetschedError` anywhere in the exception chain
-    (trace, cluster, config, checkpoint and failure-spec errors all derive from it), a Hydra
-    composition error (unknown preset, bad override) or a missing mandatory value (``???``).
+    (trace, cluster, config, checkpoint and failure-spec errors all derive from it), a path that
+    cannot be used (an :class:`OSError` naming a file), a Hydra composition error (unknown
+    preset, bad override) or a missing mandatory value (``???``).
 
     Args:
         err: The exception that stopped the app.
@@ -58,7 +59,12 @@ def user_error(err: BaseException) -> str | None:
         if isinstance(e, HetschedError):
             return _one_line(str(e))
     for e in chain:
-        if isinstance(e, FileNotFoundError):
+        if isinstance(e, OSError) and e.filename:  # a path on the command line that cannot work
+            return _one_line(
+                f"cannot use the path {e.filename}: {e.strerror}; check the paths on the command "
+                "line (hydra.run.dir, output.dir, workload.path, checkpoints)"
+            )
+        if isinstance(e, FileNotFoundError):  # ours name the file and how to fix it
             return _one_line(str(e))
     for e in chain:
         if isinstance(e, MissingMandatoryValue):

@@ -52,10 +52,23 @@ def _policy_factories(cfg: DictConfig) -> dict[str, Any]:
         raise ConfigError(
             "no scheduler selected; use e.g. scheduler=fifo or 'scheduler=[fifo,las]'"
         )
-    out: dict[str, Any] = {}
-    for name, node in cfg.scheduler.items():
-        out[str(name)] = lambda node=node: instantiate(node)
-    return out
+    return {str(name): _Factory(node) for name, node in cfg.scheduler.items()}
+
+
+class _Factory:
+    """Builds a scheduler preset; :meth:`check` builds the first one before any simulation (so a
+    bad knob or checkpoint fails early) and the first run then uses it."""
+
+    def __init__(self, node: Any) -> None:
+        self.node = node
+        self.first: Any = None
+
+    def check(self) -> None:
+        self.first = instantiate(self.node)
+
+    def __call__(self) -> Any:
+        out, self.first = self.first, None
+        return out if out is not None else instantiate(self.node)
 
 
 def _plain(value: Any) -> Any:
@@ -139,7 +152,7 @@ def app(cfg: DictConfig) -> None:
         sim_config.failures.build(cluster.num_nodes, seeds[0])
     workload_factory(throughput=tm, cluster=cluster, rng=np.random.default_rng(seeds[0]))
     for factory in policies.values():
-        factory()
+        factory.check()
     outs = evaluate(
         policies,
         cluster=cluster,

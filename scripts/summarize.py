@@ -1,7 +1,10 @@
 """Merge the results of many evaluation runs (e.g. a Hydra sweep) into one table and plot set.
 
 Finds every ``results.csv`` under a directory (with the ``results_extended.csv``, ``jobs.csv`` and
-``timeline.csv`` next to each), merges them (one row per scheduler, workload, cluster and seed; a
+``timeline.csv`` next to each) whose run directory holds a valid completion marker ``run.json``
+(written last by ``scripts/evaluate.py``; every result file matches its recorded digest), so an
+unfinished, killed or partly overwritten run is skipped with a warning and never mixed with
+another run's files; it exits with status 2 when no valid run is left. It merges them (one row per scheduler, workload, cluster and seed; a
 repeated row is kept once, first found in path order, with a warning) and writes into ``--out``
 (default ``<dir>/summary``): ``results.csv``, ``results_extended.csv``, ``summary.csv``,
 ``results.md`` and, unless ``--no-plots``, ``plots/<workload>__<cluster>/*.png``.
@@ -21,7 +24,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hetsched.evaluation import KEYS, atomic_write_text, csv_text, markdown_table, read_csv_rows
+from hetsched.evaluation import (
+    KEYS,
+    MARKER,
+    atomic_write_text,
+    csv_text,
+    markdown_table,
+    read_csv_rows,
+    read_marker,
+)
 from hetsched.reporting import summarize, summary_markdown
 from hetsched.sim.metrics import RESULT_COLUMNS
 
@@ -47,8 +58,9 @@ def _merge(
     seen: set[tuple[str, ...]] = set()
     for f in files:
         path = f.parent / name
-        if not path.is_file():
-            continue
+        marker = read_marker(f.parent)
+        if marker is None or name not in marker["files"]:
+            continue  # only files the run's valid marker vouches for
         local: set[tuple[str, ...]] = set()
         for r in read_csv_rows(path):
             k = _key(r)
@@ -79,6 +91,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     files = find_results(root, exclude=out_dir)
     if not files:
         ap.error(f"no results.csv under {root}; is it the sweep directory of scripts/evaluate.py?")
+    valid = [f for f in files if read_marker(f.parent) is not None]
+    for f in sorted(set(files) - set(valid)):
+        print(
+            f"warning: {f.parent} has no valid {MARKER} (unfinished, killed or stale run); skipped",
+            file=sys.stderr,
+        )
+    if not valid:
+        print(
+            f"error: none of the {len(files)} results.csv under {root} has a valid {MARKER}; "
+            "rerun those evaluations (scripts/evaluate.py writes the marker last)",
+            file=sys.stderr,
+        )
+        return 2
+    files = valid
     rows: list[dict[str, Any]] = []
     index: dict[tuple[str, ...], Path] = {}
     for f in files:

@@ -292,6 +292,8 @@ class Simulator:
         counts = np.arange(int(cluster.node_gpus.max()) + 1, dtype=np.uint64)[None, :]
         self._sig_table = _entry_hash(nodes, counts)
         self._keep_by_count = self.tm.node_keep_by_count(int(cluster.node_gpus.max()) + 2)
+        # GPU types outside the catalogue: speed factor per (model, node variant) over the base.
+        self._speed = cluster.speed_table(throughput.models)
         self.reset()
 
     # ------------------------------------------------------------------ setup
@@ -578,7 +580,10 @@ class Simulator:
         total, spread = self._job_layout(a, one_per_job)
         k = self.cluster.node_type[a.node]
         m = self.workload.model[a.job] if model is None else model
-        return self.tm.isolated(m, k, total, spread)
+        base = self.tm.isolated(m, k, total, spread)
+        if self._speed is not None:  # nodes of a GPU type defined relative to its base type
+            base = base * self._speed[m, self.cluster.node_variant[a.node] + 1]
+        return base
 
     def _resource_ratios(
         self, a: Allocation, one_per_job: bool = False

@@ -36,6 +36,7 @@ from omegaconf import DictConfig, OmegaConf
 # (importing hetsched.config registers the config schemas)
 from hetsched.config import sim_config_from, validate_config
 from hetsched.evaluation import (
+    clear_run,
     config_hash,
     evaluate,
     resolve_seeds,
@@ -101,6 +102,7 @@ def _main(cfg: DictConfig) -> None:
     if cfg.skip_done and run_done(out_dir, digest):
         print(f"skip_done: {out_dir} already holds this run (same config); skipped")
         return
+    clear_run(out_dir)  # nothing of an earlier run stays, even if this one fails
     cluster = instantiate(cfg.cluster)
     tm = (
         ThroughputModel.load(cfg.throughput_table) if cfg.throughput_table else default_throughput()

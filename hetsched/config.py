@@ -249,6 +249,35 @@ def validate_config(cfg: Any) -> None:
                 check_round_s(node.round_s, str(name))
 
 
+def changed_settings(old: Any, new: Any, ignore: tuple[str, ...] = (), path: str = "") -> list[str]:
+    """Dotted keys whose values differ between two plain configs (nested dicts).
+
+    Used on ``resume=``: the checkpoint's stored config against the new command line's, so a
+    changed learning rate, reward weight or seed is named instead of taken silently.
+
+    Args:
+        old: The earlier config (plain dicts and values).
+        new: The current config.
+        ignore: Top-level keys left out.
+        path: Prefix of the keys (for recursion).
+
+    Returns:
+        Sorted dotted keys that differ, appear in only one of the two, or change type.
+    """
+    if isinstance(old, dict) and isinstance(new, dict):
+        out: list[str] = []
+        for k in sorted(set(old) | set(new), key=str):
+            if not path and k in ignore:
+                continue
+            where = f"{path}.{k}" if path else str(k)
+            if k not in old or k not in new:
+                out.append(where)
+            else:
+                out += changed_settings(old[k], new[k], ignore, where)
+        return out
+    return [] if old == new else [path]
+
+
 def register_configs() -> None:
     """Register every schema in Hydra's ConfigStore (idempotent)."""
     cs = ConfigStore.instance()

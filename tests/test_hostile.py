@@ -236,6 +236,32 @@ def test_silently_wrong_settings_are_errors(
     assert_one_line_error(code, err, *needles)
 
 
+def test_resume_names_the_settings_the_new_command_line_changes(tmp_path: Path) -> None:
+    from hetsched.agents.trainer import Trainer
+
+    h = runpy.run_path(str(ROOT / "tests" / "agents" / "helpers.py"))
+    tm = h["tiny_tm"]()
+
+    def trainer(d: Path, resume: Path | None = None, lr: float | None = None, seed: int = 0) -> Any:
+        cfg = h["fast_config"](steps=32)
+        cfg.checkpoint_every = 32
+        cfg.resume = str(resume) if resume else None
+        cfg.seed = seed
+        if lr is not None:
+            cfg.agent.ppo.lr = lr
+        return Trainer(cfg, d, throughput=tm, envs=[h["tiny_env"](cfg.agent, tm, jobs=2)])
+
+    trainer(tmp_path / "a").run()
+    ck = tmp_path / "a" / "checkpoints" / "32.pt"
+    with pytest.warns(UserWarning, match=r"\['agent.ppo.lr', 'seed'\]"):
+        trainer(tmp_path / "b", resume=ck, lr=0.5, seed=3)  # the checkpoint loads at start
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the same settings resume without a word
+        trainer(tmp_path / "c", resume=ck)
+
+
 # ---------------------------------------------------------------- 6. GPU types outside the catalogue
 def _one_node(gpu_type: str, gpu_types: dict[str, Any] | None = None) -> Cluster:
     node = {"gpu_type": gpu_type, "count": 1, "gpus": 8, "cpus": 128, "mem_gib": 1024}

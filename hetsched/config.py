@@ -212,8 +212,9 @@ def unknown_keys(cfg: Any, path: str = "") -> list[str]:
         else None
     )
     for key in cfg:
-        where = f"{path}.{key}" if path else str(key)
-        if fields is not None and key not in fields:
+        name = str(key)
+        where = f"{path}.{name}" if path else name
+        if fields is not None and name not in fields:
             out.append(where)
             continue
         node = cfg._get_node(key)

@@ -71,7 +71,7 @@ def run_hash(cfg: DictConfig, seeds: list[int]) -> str:
     """Hash of everything that determines a run's results (see :func:`config_hash`)."""
     plain = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(plain, dict)
-    body = {k: v for k, v in plain.items() if k not in NOT_HASHED}
+    body: dict[str, Any] = {str(k): v for k, v in plain.items() if k not in NOT_HASHED}
     body["seeds"] = seeds
     return config_hash(body)
 

@@ -64,7 +64,7 @@ class YarnCS(BasePolicy):
     name = "yarn_cs"
     event_driven = True
 
-    def __init__(self, shares: dict[str, float] | None = None, round_s: float = 60.0) -> None:
+    def __init__(self, shares: Mapping[str, float] | None = None, round_s: float = 60.0) -> None:
         if shares is not None and not isinstance(shares, Mapping):
             raise SettingError(
                 f"scheduler.yarn_cs.shares={shares!r} must map queue names to shares, "

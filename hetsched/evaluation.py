@@ -6,10 +6,11 @@ children of it), then runs every scheduler on identical copies and scores each r
 :func:`hetsched.sim.metrics.compute_metrics`.
 
 :func:`write_outputs` writes a run directory: ``results.csv`` (one row per scheduler, workload,
-cluster and seed; written last, atomically, so its presence marks a finished run),
-``results_extended.csv``, ``summary.csv`` and ``results.md`` (mean ± 95 % CI over seeds, see
-:mod:`hetsched.reporting`), ``jobs.csv``, ``timeline.csv``, ``plots/*.png`` and TensorBoard events
-under ``tb/`` (see :mod:`hetsched.plots`).
+cluster and seed), ``results_extended.csv``, ``summary.csv`` and ``results.md`` (mean ± 95 % CI
+over seeds, see :mod:`hetsched.reporting`), ``jobs.csv``, ``timeline.csv``, ``plots/*.png`` and
+TensorBoard events under ``tb/`` (see :mod:`hetsched.plots`), each atomically, and last the
+completion marker :data:`MARKER` (config hash and a digest of every result file): only a
+directory whose marker is valid (:func:`read_marker`) holds a finished run.
 """
 
 from __future__ import annotations

@@ -51,14 +51,21 @@ def find_results(root: Path, exclude: Path | None = None) -> list[Path]:
 
 
 def _merge(
-    files: Sequence[Path], name: str, keep: set[tuple[str, ...]] | None = None
+    files: Sequence[Path],
+    name: str,
+    keep: set[tuple[str, ...]] | None = None,
+    markers: dict[Path, dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
-    """Rows of ``<dir>/<name>`` next to each results file, once per run key (or those in keep)."""
+    """Rows of ``<dir>/<name>`` next to each results file, once per run key (or those in keep).
+
+    Only files that the run's valid marker lists are read (``markers``: run directory -> marker,
+    as :func:`read_marker` returns it; looked up when not given).
+    """
     out: list[dict[str, Any]] = []
     seen: set[tuple[str, ...]] = set()
     for f in files:
         path = f.parent / name
-        marker = read_marker(f.parent)
+        marker = (markers or {}).get(f.parent) or read_marker(f.parent)
         if marker is None or name not in marker["files"]:
             continue  # only files the run's valid marker vouches for
         local: set[tuple[str, ...]] = set()
@@ -91,7 +98,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     files = find_results(root, exclude=out_dir)
     if not files:
         ap.error(f"no results.csv under {root}; is it the sweep directory of scripts/evaluate.py?")
-    valid = [f for f in files if read_marker(f.parent) is not None]
+    markers = {f.parent: m for f in files if (m := read_marker(f.parent)) is not None}
+    valid = [f for f in files if f.parent in markers]
     for f in sorted(set(files) - set(valid)):
         print(
             f"warning: {f.parent} has no valid {MARKER} (unfinished, killed or stale run); skipped",
@@ -124,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             index[k] = f
             rows.append(r)
     kept_files = sorted(set(index.values()))
-    ext = _merge(kept_files, "results_extended.csv", set(index))
+    ext = _merge(kept_files, "results_extended.csv", set(index), markers)
     summary = summarize(rows, ext, confidence=args.confidence)
     md = summary_markdown(summary, confidence=args.confidence)
     atomic_write_text(out_dir / "results.csv", csv_text(rows, RESULT_COLUMNS))
@@ -137,8 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.no_plots:
         from hetsched import plots
 
-        jobs = _merge(kept_files, "jobs.csv", set(index))
-        tl = _merge(kept_files, "timeline.csv", set(index))
+        jobs = _merge(kept_files, "jobs.csv", set(index), markers)
+        tl = _merge(kept_files, "timeline.csv", set(index), markers)
         for wl, cl in dict.fromkeys((str(r["workload"]), str(r["cluster"])) for r in summary):
 
             def grp(rs: list[dict[str, Any]], wl: str = wl, cl: str = cl) -> list[dict[str, Any]]:

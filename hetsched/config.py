@@ -14,7 +14,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+from hetsched.sim.errors import SettingError
+from hetsched.sim.faults import MAX_LOST_ATTEMPTS
 
 if TYPE_CHECKING:
     from hetsched.sim.engine import SimConfig
@@ -50,13 +53,17 @@ class FailureSettings:
         mtbf_h: Mean time between failures of one node, hours; ``null`` = no random failures.
         repair_h: Mean repair time, hours.
         fixed_repair: Repairs take exactly ``repair_h``.
-        trace: Failure trace CSV (``node, fail_time_s, repair_s``), used instead of the model.
+        trace: Failure trace CSV (``node, fail_time_s, repair_s``), used instead of the model
+            (not together with ``mtbf_h``).
+        max_lost_attempts: Failures in a row that may destroy one job's work (no checkpoint in
+            between) before the run stops with an error naming the job.
     """
 
     mtbf_h: float | None = None
     repair_h: float = 1.0
     fixed_repair: bool = False
     trace: str | None = None
+    max_lost_attempts: int = MAX_LOST_ATTEMPTS
 
 
 @dataclass
@@ -65,7 +72,7 @@ class CheckpointSettings:
 
     Attributes:
         interval_s: Productive seconds between checkpoints; ``null`` = only on preemption.
-        cost_s: Seconds one checkpoint pauses the job.
+        cost_s: Seconds one checkpoint pauses the job (needs ``interval_s``).
     """
 
     interval_s: float | None = None
@@ -73,7 +80,14 @@ class CheckpointSettings:
 
 
 def sim_config_from(sim: Any) -> SimConfig:
-    """Build the engine's :class:`~hetsched.sim.engine.SimConfig` from ``cfg.sim``."""
+    """Build the engine's :class:`~hetsched.sim.engine.SimConfig` from ``cfg.sim``.
+
+    The engine's settings classes check their own fields (``SimConfig``, ``FailureSpec``,
+    ``CheckpointPolicy``), so building the config validates every ``sim.*`` setting.
+
+    Raises:
+        HetschedError: A ``SettingError`` or ``FailureSpecError`` naming the bad setting.
+    """
     from hetsched.sim.engine import SimConfig
     from hetsched.sim.faults import CheckpointPolicy, FailureSpec
 
@@ -83,9 +97,10 @@ def sim_config_from(sim: Any) -> SimConfig:
         repair_h=float(f.repair_h),
         fixed_repair=bool(f.fixed_repair),
         trace=None if f.trace is None else str(f.trace),
+        max_lost_attempts=int(f.max_lost_attempts),
     )
     ck = None
-    if c.interval_s is not None or float(c.cost_s) != 0:
+    if c.interval_s is not None or float(c.cost_s) != 0:  # cost without interval: an error
         ck = CheckpointPolicy(
             interval_s=None if c.interval_s is None else float(c.interval_s), cost_s=float(c.cost_s)
         )
@@ -121,7 +136,7 @@ class YarnCSConf:
     """:class:`hetsched.baselines.heuristics.YarnCS`."""
 
     _target_: str = "hetsched.baselines.heuristics.YarnCS"
-    shares: dict[str, float] | None = None
+    shares: Any = None  # queue name -> share (a mapping); None = equal shares
     round_s: float = 60.0
 
 
@@ -177,6 +192,91 @@ class EvaluateConfig:
     load: float = 1.0
     skip_done: bool = False
     checkpoint: str | None = None
+
+
+def unknown_keys(cfg: Any, path: str = "") -> list[str]:
+    """Dotted paths of keys that no schema declares, anywhere in a composed config.
+
+    Hydra's ``+key=value`` adds a key even to a typed node (``+sim.roundd=30``); every node that
+    was built from a schema dataclass is checked against the dataclass's fields.
+    """
+    import dataclasses
+
+    out: list[str] = []
+    if not isinstance(cfg, DictConfig):
+        return out
+    typ = OmegaConf.get_type(cfg)
+    fields = (
+        {f.name for f in dataclasses.fields(typ)}
+        if isinstance(typ, type) and dataclasses.is_dataclass(typ)
+        else None
+    )
+    for key in cfg:
+        name = str(key)
+        where = f"{path}.{name}" if path else name
+        if fields is not None and name not in fields:
+            out.append(where)
+            continue
+        node = cfg._get_node(key)
+        if isinstance(node, DictConfig):
+            out += unknown_keys(node, where)
+    return out
+
+
+def validate_config(cfg: Any) -> None:
+    """Check a composed ``evaluate`` config before any work is done.
+
+    Unknown keys (:func:`unknown_keys`), every ``sim.*`` setting (through
+    :func:`sim_config_from`) and every scheduler's ``round_s``
+    (:func:`hetsched.baselines.base.check_round_s`). Seeds and ``load`` are checked where they
+    are resolved (:func:`hetsched.evaluation.resolve_seeds`, :func:`~hetsched.evaluation.with_load`).
+
+    Raises:
+        SettingError: Naming the first bad key or value and how to fix it.
+    """
+    from hetsched.baselines.base import check_round_s
+
+    bad = unknown_keys(cfg)
+    if bad:
+        raise SettingError(
+            f"unknown setting(s) {bad}; check the spelling (python scripts/evaluate.py --cfg job "
+            "prints every setting)"
+        )
+    sim_config_from(cfg.sim)
+    sched = cfg.get("scheduler")
+    if isinstance(sched, DictConfig):
+        for name, node in sched.items():
+            if isinstance(node, DictConfig) and "round_s" in node:
+                check_round_s(node.round_s, str(name))
+
+
+def changed_settings(old: Any, new: Any, ignore: tuple[str, ...] = (), path: str = "") -> list[str]:
+    """Dotted keys whose values differ between two plain configs (nested dicts).
+
+    Used on ``resume=``: the checkpoint's stored config against the new command line's, so a
+    changed learning rate, reward weight or seed is named instead of taken silently.
+
+    Args:
+        old: The earlier config (plain dicts and values).
+        new: The current config.
+        ignore: Top-level keys left out.
+        path: Prefix of the keys (for recursion).
+
+    Returns:
+        Sorted dotted keys that differ, appear in only one of the two, or change type.
+    """
+    if isinstance(old, dict) and isinstance(new, dict):
+        out: list[str] = []
+        for k in sorted(set(old) | set(new), key=str):
+            if not path and k in ignore:
+                continue
+            where = f"{path}.{k}" if path else str(k)
+            if k not in old or k not in new:
+                out.append(where)
+            else:
+                out += changed_settings(old[k], new[k], ignore, where)
+        return out
+    return [] if old == new else [path]
 
 
 def register_configs() -> None:

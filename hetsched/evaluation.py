@@ -6,15 +6,18 @@ children of it), then runs every scheduler on identical copies and scores each r
 :func:`hetsched.sim.metrics.compute_metrics`.
 
 :func:`write_outputs` writes a run directory: ``results.csv`` (one row per scheduler, workload,
-cluster and seed; written last, atomically, so its presence marks a finished run),
-``results_extended.csv``, ``summary.csv`` and ``results.md`` (mean ± 95 % CI over seeds, see
-:mod:`hetsched.reporting`), ``jobs.csv``, ``timeline.csv``, ``plots/*.png`` and TensorBoard events
-under ``tb/`` (see :mod:`hetsched.plots`).
+cluster and seed), ``results_extended.csv``, ``summary.csv`` and ``results.md`` (mean ± 95 % CI
+over seeds, see :mod:`hetsched.reporting`), ``jobs.csv``, ``timeline.csv``, ``plots/*.png`` and
+TensorBoard events under ``tb/`` (see :mod:`hetsched.plots`), each atomically, and last the
+completion marker :data:`MARKER` (config hash and a digest of every result file): only a
+directory whose marker is valid (:func:`read_marker`) holds a finished run.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
+import json
 import math
 import os
 import tempfile
@@ -29,6 +32,7 @@ from hetsched.reporting import summarize, summary_markdown
 from hetsched.sim.catalog import GPU_TYPE_NAMES
 from hetsched.sim.cluster import Cluster
 from hetsched.sim.engine import SimConfig, SimResult, Simulator
+from hetsched.sim.errors import SettingError
 from hetsched.sim.metrics import RESULT_COLUMNS, compute_metrics, extended_metrics
 from hetsched.sim.throughput import ThroughputModel
 from hetsched.sim.workload import Workload
@@ -49,15 +53,42 @@ class RunOutput:
     timeline_rows: list[dict[str, float]] = field(default_factory=list)
 
 
+def _one_seed(value: Any) -> int:
+    """A seed as an int if it is a whole number >= 0 (``3``, ``3.0``, ``"3"``), else an error."""
+    v: Any = value
+    if isinstance(v, str):
+        try:
+            v = float(v.strip())
+        except ValueError:
+            v = None
+    if (
+        isinstance(v, bool)
+        or not isinstance(v, int | float | np.integer | np.floating)
+        or not math.isfinite(float(v))
+        or float(v) != int(v)
+        or v < 0
+    ):
+        raise SettingError(
+            f"seed={value!r} is not a whole number >= 0; give seed=0 or seed=[0,1,2]"
+        )
+    return int(v)
+
+
 def seeds_from(value: Any) -> list[int]:
-    """Normalise ``seed=0`` / ``seed=[0,1,2]`` to a list of ints."""
-    if isinstance(value, int | np.integer):
-        return [int(value)]
+    """Normalise ``seed=0`` / ``seed=[0,1,2]`` to a list of ints.
+
+    Raises:
+        SettingError: For an empty list or a seed that is negative, fractional or not a number.
+    """
     if isinstance(value, str):
-        return [int(v) for v in value.replace("[", "").replace("]", "").split(",") if v.strip()]
-    seeds = [int(v) for v in value]
+        parts = [v for v in value.replace("[", "").replace("]", "").split(",") if v.strip()]
+        seeds = [_one_seed(v) for v in parts]
+    elif isinstance(value, Iterable):
+        seeds = [_one_seed(v) for v in value]
+    else:
+        return [_one_seed(value)]
     if not seeds:
-        raise ValueError("seed list is empty; give seed=0 or seed=[0,1,2]")
+        raise SettingError("seed list is empty; give seed=0 or seed=[0,1,2]")
     return seeds
 
 
@@ -73,15 +104,23 @@ def resolve_seeds(seed: Any, seeds: Any = None, num_seeds: int | None = None) ->
         The seeds, in order, without duplicates.
 
     Raises:
-        ValueError: If ``num_seeds`` is below 1, or seeds repeat.
+        SettingError: If a seed is not a whole number >= 0, ``num_seeds`` is below 1 or given
+            with a list of several seeds (it would drop them), or seeds repeat.
     """
     base = seeds_from(seeds if seeds is not None else seed)
     if num_seeds is not None:
-        if int(num_seeds) < 1:
-            raise ValueError(f"num_seeds={num_seeds!r} must be >= 1 (or null to use seed as is)")
+        if isinstance(num_seeds, bool) or int(num_seeds) != num_seeds or int(num_seeds) < 1:
+            raise SettingError(
+                f"num_seeds={num_seeds!r} must be an integer >= 1 (or null to use seed as is)"
+            )
+        if len(base) > 1:
+            raise SettingError(
+                f"num_seeds={num_seeds} with the seed list {base} would drop listed seeds; give "
+                "either a list (seed=[0,1,2]) or a first seed and num_seeds (seed=0 num_seeds=3)"
+            )
         base = [base[0] + i for i in range(int(num_seeds))]
     if len(set(base)) != len(base):
-        raise ValueError(f"seeds {base} repeat; give distinct seeds, e.g. seed=[0,1,2]")
+        raise SettingError(f"seeds {base} repeat; give distinct seeds, e.g. seed=[0,1,2]")
     return base
 
 
@@ -93,11 +132,15 @@ def with_load(factory: WorkloadFactory, load: float) -> WorkloadFactory:
     ``factory`` unchanged.
 
     Raises:
-        ValueError: If ``load`` is not a positive finite number.
+        SettingError: If ``load`` is not a positive finite number.
     """
-    load = float(load)
-    if not (math.isfinite(load) and load > 0):
-        raise ValueError(f"load={load!r} must be a positive number (1.0 = the trace as is)")
+    try:
+        value = float(load)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not (math.isfinite(value) and value > 0):
+        raise SettingError(f"load={load!r} must be a positive number (1.0 = the trace as is)")
+    load = value
     if load == 1.0:
         return factory
 
@@ -323,13 +366,17 @@ def write_outputs(
     plots: bool = False,
     tensorboard: bool = False,
     confidence: float = 0.95,
+    config_hash: str | None = None,
 ) -> str:
-    """Write a run directory; ``results.csv`` is written last, so it marks a complete run.
+    """Write a run directory, then its completion marker.
 
     Files: ``results_extended.csv``, ``summary.csv`` (mean and CI half-width per scheduler),
     ``results.md`` (summary tables, then the per-seed table), optionally ``jobs.csv``,
     ``timeline.csv``, ``plots/{metrics,jct_cdf,gpu_share,timeline}.png`` and TensorBoard events
-    in ``tb/``, and finally ``results.csv``. Every file is written atomically.
+    in ``tb/``, then ``results.csv`` and finally the completion marker :data:`MARKER` (see
+    :func:`write_marker`). Every file is written atomically, and the old marker and result files
+    are removed first (:func:`clear_run`), so a run killed midway leaves no marker and nothing
+    of an earlier run in the directory.
 
     Args:
         outs: The runs (one per scheduler and seed; one workload and cluster).
@@ -339,11 +386,14 @@ def write_outputs(
         plots: Write PNG plots (matplotlib).
         tensorboard: Write TensorBoard scalars, figures and the summary text.
         confidence: Confidence level of the summary intervals.
+        config_hash: Hash of the run's resolved config (:func:`config_hash`), stored in the
+            marker for ``skip_done``; ``None`` = a run that is never skipped.
 
     Returns:
         The Markdown summary (as at the top of ``results.md``).
     """
     out_dir = Path(out_dir)
+    clear_run(out_dir)
     rows = [o.row for o in outs]
     ext_rows = extended_records(outs)
     extra_cols = sorted({k for o in outs for k in o.extra})
@@ -386,7 +436,99 @@ def write_outputs(
                 num_gpus=num_gpus,
             )
     atomic_write_text(out_dir / "results.csv", csv_text(rows, RESULT_COLUMNS))
+    write_marker(out_dir, config_hash)
     return summary_md
+
+
+# ---------------------------------------------------------------------- completion markers
+#: Completion marker of a run directory (JSON: config hash and a digest of every result file).
+MARKER = "run.json"
+
+#: Result files a run directory may hold (removed before a run writes, digested in the marker).
+RESULT_FILES: tuple[str, ...] = (
+    "results.csv", "results_extended.csv", "summary.csv", "results.md", "jobs.csv",
+    "timeline.csv", "plots/metrics.png", "plots/jct_cdf.png", "plots/gpu_share.png",
+    "plots/timeline.png",
+)  # fmt: skip
+
+
+def _file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def config_hash(config: Mapping[str, Any]) -> str:
+    """A hash of a resolved run config (hex SHA-256).
+
+    The config (plain JSON-like values; the caller drops settings that do not change results,
+    such as output options) is serialised with sorted keys; every string value that names an
+    existing file adds that file's size and modification time, so a trace edited in place
+    changes the hash too.
+    """
+    files: list[str] = []
+
+    def walk(v: Any) -> None:
+        if isinstance(v, Mapping):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list | tuple):
+            for x in v:
+                walk(x)
+        elif isinstance(v, str) and 0 < len(v) < 4096:
+            p = Path(v)
+            try:
+                if p.is_file():
+                    st = p.stat()
+                    files.append(f"{p.resolve()}:{st.st_size}:{st.st_mtime_ns}")
+            except OSError:
+                pass
+
+    walk(config)
+    text = json.dumps({"config": config, "files": sorted(files)}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def clear_run(out_dir: Path) -> None:
+    """Remove a run directory's marker, then its result files (nothing else is touched)."""
+    out_dir = Path(out_dir)
+    (out_dir / MARKER).unlink(missing_ok=True)
+    for name in RESULT_FILES:
+        (out_dir / name).unlink(missing_ok=True)
+
+
+def write_marker(out_dir: Path, config_hash: str | None) -> None:
+    """Write the completion marker: the config hash and a SHA-256 of every result file present."""
+    out_dir = Path(out_dir)
+    digests = {n: _file_digest(out_dir / n) for n in RESULT_FILES if (out_dir / n).is_file()}
+    body = {"config_hash": config_hash, "files": digests}
+    atomic_write_text(out_dir / MARKER, json.dumps(body, indent=1, sort_keys=True) + "\n")
+
+
+def read_marker(out_dir: Path) -> dict[str, Any] | None:
+    """The run's marker if it is valid: readable, lists ``results.csv``, and every listed file
+    is present with the recorded digest. ``None`` otherwise (no marker, a killed or stale run).
+    """
+    path = Path(out_dir) / MARKER
+    try:
+        body = json.loads(path.read_text())
+        files = body["files"]
+        if not isinstance(files, dict) or "results.csv" not in files:
+            return None
+        for name, digest in files.items():
+            if _file_digest(Path(out_dir) / name) != digest:
+                return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return dict(body)
+
+
+def run_done(out_dir: Path, config_hash: str) -> bool:
+    """Whether ``out_dir`` holds a complete run of exactly this config (``skip_done``)."""
+    marker = read_marker(out_dir)
+    return marker is not None and marker.get("config_hash") == config_hash
 
 
 def read_csv_rows(path: Path) -> list[dict[str, str]]:

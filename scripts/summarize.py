@@ -1,7 +1,10 @@
 """Merge the results of many evaluation runs (e.g. a Hydra sweep) into one table and plot set.
 
 Finds every ``results.csv`` under a directory (with the ``results_extended.csv``, ``jobs.csv`` and
-``timeline.csv`` next to each), merges them (one row per scheduler, workload, cluster and seed; a
+``timeline.csv`` next to each) whose run directory holds a valid completion marker ``run.json``
+(written last by ``scripts/evaluate.py``; every result file matches its recorded digest), so an
+unfinished, killed or partly overwritten run is skipped with a warning and never mixed with
+another run's files; it exits with status 2 when no valid run is left. It merges them (one row per scheduler, workload, cluster and seed; a
 repeated row is kept once, first found in path order, with a warning) and writes into ``--out``
 (default ``<dir>/summary``): ``results.csv``, ``results_extended.csv``, ``summary.csv``,
 ``results.md`` and, unless ``--no-plots``, ``plots/<workload>__<cluster>/*.png``.
@@ -21,7 +24,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hetsched.evaluation import KEYS, atomic_write_text, csv_text, markdown_table, read_csv_rows
+from hetsched.evaluation import (
+    KEYS,
+    MARKER,
+    atomic_write_text,
+    csv_text,
+    markdown_table,
+    read_csv_rows,
+    read_marker,
+)
 from hetsched.reporting import summarize, summary_markdown
 from hetsched.sim.metrics import RESULT_COLUMNS
 
@@ -40,15 +51,23 @@ def find_results(root: Path, exclude: Path | None = None) -> list[Path]:
 
 
 def _merge(
-    files: Sequence[Path], name: str, keep: set[tuple[str, ...]] | None = None
+    files: Sequence[Path],
+    name: str,
+    keep: set[tuple[str, ...]] | None = None,
+    markers: dict[Path, dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
-    """Rows of ``<dir>/<name>`` next to each results file, once per run key (or those in keep)."""
+    """Rows of ``<dir>/<name>`` next to each results file, once per run key (or those in keep).
+
+    Only files that the run's valid marker lists are read (``markers``: run directory -> marker,
+    as :func:`read_marker` returns it; looked up when not given).
+    """
     out: list[dict[str, Any]] = []
     seen: set[tuple[str, ...]] = set()
     for f in files:
         path = f.parent / name
-        if not path.is_file():
-            continue
+        marker = (markers or {}).get(f.parent) or read_marker(f.parent)
+        if marker is None or name not in marker["files"]:
+            continue  # only files the run's valid marker vouches for
         local: set[tuple[str, ...]] = set()
         for r in read_csv_rows(path):
             k = _key(r)
@@ -79,6 +98,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     files = find_results(root, exclude=out_dir)
     if not files:
         ap.error(f"no results.csv under {root}; is it the sweep directory of scripts/evaluate.py?")
+    markers = {f.parent: m for f in files if (m := read_marker(f.parent)) is not None}
+    valid = [f for f in files if f.parent in markers]
+    for f in sorted(set(files) - set(valid)):
+        print(
+            f"warning: {f.parent} has no valid {MARKER} (unfinished, killed or stale run); skipped",
+            file=sys.stderr,
+        )
+    if not valid:
+        print(
+            f"error: none of the {len(files)} results.csv under {root} has a valid {MARKER}; "
+            "rerun those evaluations (scripts/evaluate.py writes the marker last)",
+            file=sys.stderr,
+        )
+        return 2
+    files = valid
     rows: list[dict[str, Any]] = []
     index: dict[tuple[str, ...], Path] = {}
     for f in files:
@@ -98,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             index[k] = f
             rows.append(r)
     kept_files = sorted(set(index.values()))
-    ext = _merge(kept_files, "results_extended.csv", set(index))
+    ext = _merge(kept_files, "results_extended.csv", set(index), markers)
     summary = summarize(rows, ext, confidence=args.confidence)
     md = summary_markdown(summary, confidence=args.confidence)
     atomic_write_text(out_dir / "results.csv", csv_text(rows, RESULT_COLUMNS))
@@ -111,8 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.no_plots:
         from hetsched import plots
 
-        jobs = _merge(kept_files, "jobs.csv", set(index))
-        tl = _merge(kept_files, "timeline.csv", set(index))
+        jobs = _merge(kept_files, "jobs.csv", set(index), markers)
+        tl = _merge(kept_files, "timeline.csv", set(index), markers)
         for wl, cl in dict.fromkeys((str(r["workload"]), str(r["cluster"])) for r in summary):
 
             def grp(rs: list[dict[str, Any]], wl: str = wl, cl: str = cl) -> list[dict[str, Any]]:

@@ -101,7 +101,9 @@ def test_resolve_seeds() -> None:
     assert resolve_seeds([3, 5]) == [3, 5]
     assert resolve_seeds(0, seeds=[7, 8]) == [7, 8]  # the alias wins
     assert resolve_seeds(10, num_seeds=3) == [10, 11, 12]
-    assert resolve_seeds([4, 9], num_seeds=2) == [4, 5]
+    assert resolve_seeds([4], num_seeds=2) == [4, 5]
+    with pytest.raises(ValueError, match="drop listed seeds"):
+        resolve_seeds([4, 9], num_seeds=2)
     with pytest.raises(ValueError, match="num_seeds=0"):
         resolve_seeds(0, num_seeds=0)
     with pytest.raises(ValueError, match="repeat"):

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from hetsched.evaluation import atomic_write_text, csv_text, results_complete
+from hetsched.evaluation import atomic_write_text, csv_text, results_complete, write_marker
 from hetsched.sim import RESULT_COLUMNS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,6 +32,7 @@ def _write_run(d: Path, rows: list[dict[str, Any]]) -> None:
     for e in ext:
         e["lb_avg_jct_h"] = 0.5
     atomic_write_text(d / "results_extended.csv", csv_text(ext, list(ext[0])))
+    write_marker(d, None)  # as scripts/evaluate.py does last
 
 
 def _summarize_main() -> Callable[[list[str]], int]:

@@ -34,6 +34,7 @@ import functools
 import math
 import shutil
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +61,7 @@ from hetsched.agents.config import CurriculumItem, TrainConfig, preset_rules
 from hetsched.agents.driver import TeamEnv
 from hetsched.agents.network import EVICT_HEAD, MAIFSNet
 from hetsched.agents.teacher import SJFTeacher
+from hetsched.config import changed_settings
 from hetsched.envs.core import EnvCore
 from hetsched.envs.presets import (
     WorkloadFactory,
@@ -800,6 +802,7 @@ class Trainer:
             "model": self.net.state_dict(),
             "optimizer": self.opt.state_dict(),
             "config": cfg_dict,
+            "seed": int(self.cfg.seed),
             "dims": self.dims.as_dict(),
             "step": self.env_steps,
             "ppo_steps": self.ppo_steps,
@@ -848,3 +851,12 @@ class Trainer:
             "uinteger": int(r["uinteger"]),
         }
         torch.set_rng_state(ck["rng"]["torch"])
+        now = self._payload()
+        old = {"agent": ck.get("config") or {}, "seed": ck.get("seed", now["seed"])}
+        changed = changed_settings(old, {"agent": now["config"], "seed": now["seed"]})
+        if changed:  # the new command line's values win; say so rather than take them silently
+            warnings.warn(
+                f"resume={path}: settings differ from the run that wrote the checkpoint: "
+                f"{changed}; the resumed run uses the new values",
+                stacklevel=2,
+            )

@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 from hetsched.sim.allocation import Allocation
 from hetsched.sim.cluster import Cluster
 from hetsched.sim.engine import SimState
+from hetsched.sim.errors import SettingError
 from hetsched.sim.throughput import ThroughputModel
 from hetsched.sim.workload import Workload
 
@@ -52,6 +53,27 @@ class SchedulingPolicy(Protocol):
     def decide(self, state: SimState) -> Allocation:
         """Return the allocation for the round starting at ``state.time``."""
         ...
+
+
+def check_round_s(value: float, policy: str) -> float:
+    """A policy's round length in seconds, if it is finite and positive.
+
+    Args:
+        value: The ``round_s`` setting.
+        policy: The scheduler's name, for the message (``scheduler.<policy>.round_s``).
+
+    Raises:
+        SettingError: If ``value`` is not a finite positive number (0, negative, NaN, inf).
+    """
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        v = float("nan")
+    if isinstance(value, bool) or not (np.isfinite(v) and v > 0):
+        raise SettingError(
+            f"scheduler.{policy}.round_s={value!r} must be a finite positive number of seconds"
+        )
+    return v
 
 
 class BasePolicy:

@@ -15,13 +15,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from hetsched.baselines.base import BasePolicy, Placer
+from hetsched.baselines.base import BasePolicy, Placer, check_round_s
 from hetsched.sim.allocation import Allocation
 from hetsched.sim.engine import SimState
+from hetsched.sim.errors import SettingError
 
 
 class FIFO(BasePolicy):
@@ -37,7 +38,7 @@ class FIFO(BasePolicy):
 
     def __init__(self, backfill: bool = False, round_s: float = 60.0) -> None:
         self.backfill = backfill
-        self.round_s = round_s
+        self.round_s = check_round_s(round_s, self.name)
 
     def decide(self, state: SimState) -> Allocation:
         """Keep running jobs; start waiting ones in arrival order while they fit."""
@@ -55,17 +56,29 @@ class YarnCS(BasePolicy):
     """YARN capacity-scheduler-like FIFO with per-queue shares.
 
     Args:
-        shares: Guaranteed share per queue name (normalised to sum 1). ``None``: equal shares
-            over the queues that appear in the workload.
+        shares: Guaranteed share per queue name (normalised to sum 1). ``None`` or empty:
+            equal shares over the queues that appear in the workload.
         round_s: Round length in seconds.
     """
 
     name = "yarn_cs"
     event_driven = True
 
-    def __init__(self, shares: dict[str, float] | None = None, round_s: float = 60.0) -> None:
-        self.shares = dict(shares) if shares else None
-        self.round_s = round_s
+    def __init__(self, shares: Mapping[str, float] | None = None, round_s: float = 60.0) -> None:
+        if shares is not None and not isinstance(shares, Mapping):
+            raise SettingError(
+                f"scheduler.yarn_cs.shares={shares!r} must map queue names to shares, "
+                "e.g. scheduler.yarn_cs.shares={vc1: 2, vc2: 1}"
+            )
+        self.shares = {str(k): v for k, v in shares.items()} if shares else None
+        for q, v in (self.shares or {}).items():
+            if isinstance(v, bool) or not isinstance(v, int | float) or not v >= 0 or v == np.inf:
+                raise SettingError(
+                    f"scheduler.yarn_cs.shares.{q}={v!r} must be a finite share >= 0"
+                )
+        if self.shares and sum(float(v) for v in self.shares.values()) <= 0:
+            raise SettingError(f"scheduler.yarn_cs.shares={self.shares} must have a positive share")
+        self.round_s = check_round_s(round_s, self.name)
 
     def decide(self, state: SimState) -> Allocation:
         """Start jobs from the queue furthest below its share, FIFO within each queue."""
@@ -75,8 +88,9 @@ class YarnCS(BasePolicy):
         if self.shares:
             unknown = set(self.shares) - set(names)
             if unknown:
-                raise ValueError(
-                    f"yarn_cs shares name unknown queues {sorted(unknown)}; queues are {list(names)}"
+                raise SettingError(
+                    f"scheduler.yarn_cs.shares names unknown queues {sorted(unknown)}; the "
+                    f"workload's queues are {list(names)}"
                 )
             share = np.array([float(self.shares.get(q, 0.0)) for q in names])
         else:
@@ -126,7 +140,7 @@ class LAS(BasePolicy):
         if th.size and (np.any(np.diff(th) <= 0) or th[0] <= 0):
             raise ValueError(f"las thresholds_gpu_h must be positive and increasing, got {th}")
         self.thresholds_s = th * 3600.0
-        self.round_s = round_s
+        self.round_s = check_round_s(round_s, self.name)
 
     def decide(self, state: SimState) -> Allocation:
         """Run the highest-priority jobs that fit; keep continuing jobs in place."""

@@ -15,9 +15,12 @@ Examples::
 Writes ``results.csv``, ``results_extended.csv``, ``summary.csv``, ``results.md``, ``jobs.csv``,
 ``timeline.csv``, ``plots/*.png`` and TensorBoard events (``tb/``) into the run directory
 (``hydra.run.dir=DIR`` or ``output.dir=DIR``; ``output.plots=false`` / ``output.tensorboard=false``
-turn those off) and prints the summary table. With ``skip_done=true`` a run whose directory
-already holds a complete ``results.csv`` is skipped. Settings and the output directory are
-checked before any simulation runs. See docs/evaluation.md.
+turn those off), then the completion marker ``run.json`` (a hash of the resolved config and a
+digest of every result file), and prints the summary table. With ``skip_done=true`` a run whose
+directory holds a valid marker for the same config is skipped; any other run first removes the
+directory's old marker and results. Settings and the output directory are checked before any
+simulation runs: a bad value or unknown key exits with status 2 and a one-line message. See
+docs/evaluation.md and docs/reliability.md.
 """
 
 from __future__ import annotations
@@ -34,11 +37,14 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from hetsched.cli import check_complete, run_app, short_errors
-from hetsched.config import sim_config_from  # (importing it registers the config schemas)
+# (importing hetsched.config registers the config schemas)
+from hetsched.config import sim_config_from, validate_config
 from hetsched.evaluation import (
+    clear_run,
+    config_hash,
     evaluate,
     resolve_seeds,
-    results_complete,
+    run_done,
     with_load,
     write_outputs,
 )
@@ -69,6 +75,19 @@ class _Factory:
     def __call__(self) -> Any:
         out, self.first = self.first, None
         return out if out is not None else instantiate(self.node)
+
+
+#: Settings that change what is written or shown, not the results (left out of the run hash).
+NOT_HASHED = ("output", "progress", "skip_done", "seed", "seeds", "num_seeds")
+
+
+def run_hash(cfg: DictConfig, seeds: list[int]) -> str:
+    """Hash of everything that determines a run's results (see :func:`config_hash`)."""
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(plain, dict)
+    body: dict[str, Any] = {str(k): v for k, v in plain.items() if k not in NOT_HASHED}
+    body["seeds"] = seeds
+    return config_hash(body)
 
 
 def _plain(value: Any) -> Any:
@@ -126,15 +145,18 @@ def outputs_line(out_dir: Path) -> str:
 def app(cfg: DictConfig) -> None:
     """Run the evaluation described by ``cfg`` and write its results."""
     check_complete(cfg)
+    validate_config(cfg)
     field = "output.dir" if cfg.output.dir else "hydra.run.dir"
     out_dir = Path(cfg.output.dir) if cfg.output.dir else Path(HydraConfig.get().runtime.output_dir)
     writable_dir(out_dir, field)
     seeds = _checked_seeds(cfg)
     policies = _policy_factories(cfg)
-    cluster = instantiate(cfg.cluster)
-    if cfg.skip_done and results_complete(out_dir, policies, seeds, cluster.name):
-        print(f"skip_done: {out_dir}/results.csv already holds every run; skipped")
+    digest = run_hash(cfg, seeds)
+    if cfg.skip_done and run_done(out_dir, digest):
+        print(f"skip_done: {out_dir} already holds this run (same config); skipped")
         return
+    clear_run(out_dir)  # nothing of an earlier run stays, even if this one fails
+    cluster = instantiate(cfg.cluster)
     tm = (
         ThroughputModel.load(cfg.throughput_table) if cfg.throughput_table else default_throughput()
     )
@@ -169,6 +191,7 @@ def app(cfg: DictConfig) -> None:
         timeline=bool(cfg.output.timeline),
         plots=bool(cfg.output.plots),
         tensorboard=bool(cfg.output.tensorboard),
+        config_hash=digest,
     )
     print(cluster.describe())
     print(summary_md)

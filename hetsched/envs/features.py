@@ -49,6 +49,7 @@ from hetsched.envs import kernels
 from hetsched.envs.spaces import LevelSets
 from hetsched.sim.catalog import GPU_TYPE_NAMES
 from hetsched.sim.cluster import Cluster
+from hetsched.sim.errors import ClusterSpecError
 from hetsched.sim.throughput import ThroughputModel
 from hetsched.sim.workload import Workload
 
@@ -373,6 +374,14 @@ class FeatureBuilder:
         self.node_mem = cluster.node_mem
         self.cpu_share = cluster.node_cpus / cluster.node_gpus
         self.mem_share = cluster.node_mem / cluster.node_gpus
+        if cluster.has_variants:  # the one-hot covers the catalogue types only
+            names = sorted({v.name for v in cluster.variants})
+            raise ClusterSpecError(
+                f"cluster {cluster.name!r} has GPU type(s) {names} outside the {NUM_TYPES}-type "
+                "catalogue that the observations encode (one-hot over "
+                f"{', '.join(GPU_TYPE_NAMES)}); the environments and learned schedulers cannot run "
+                "on it without a new observation layout. Evaluate fixed schedulers on it"
+            )
         self.type_onehot = np.zeros((N, NUM_TYPES))
         self.type_onehot[np.arange(N), cluster.node_type] = 1.0
         self.type_onehot_T = self.type_onehot.T.copy()  # (T, N)

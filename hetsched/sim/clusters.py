@@ -50,7 +50,7 @@ __all__ = [
 
 #: Top-level fields of a cluster YAML file (``_target_`` is tolerated and ignored, so a copy of a
 #: ``spec_cluster`` preset also works as a user file).
-_FILE_FIELDS = ("name", "nodes", "description", "_target_")
+_FILE_FIELDS = ("name", "nodes", "description", "gpu_types", "_target_")
 
 
 def _plain(obj: Any) -> Any:
@@ -84,20 +84,41 @@ def _cluster_name(name: Any, source: str) -> str:
 
 
 # ---------------------------------------------------------------------------- spec / scaled
-def spec_cluster(name: str, nodes: Any, source: str | None = None) -> Cluster:
+def spec_cluster(
+    name: str, nodes: Any, source: str | None = None, gpu_types: Any = None
+) -> Cluster:
     """A cluster from node groups written in a preset (``conf/cluster/gavel_108.yaml`` ...).
 
     Args:
         name: Cluster name (used in result tables).
         nodes: List of node groups (plain or OmegaConf), see the module docstring.
         source: Where the spec came from, for error messages (default: ``cluster preset NAME``).
+        gpu_types: GPU types outside the catalogue, name -> ``{base, memory_gib, speed,
+            speed_csv, description}`` (see :func:`hetsched.sim.catalog.gpu_variant`).
 
     Raises:
         ClusterSpecError: For a malformed group, unknown field or non-positive value.
-        UnknownGpuTypeError: For a GPU type that is not in the catalogue.
+        UnknownGpuTypeError: For a GPU type that is neither in the catalogue nor in gpu_types.
     """
     src = source or f"cluster preset {name!r}"
-    return Cluster.from_spec(_cluster_name(name, src), _node_groups(nodes, src), source=src)
+    return Cluster.from_spec(
+        _cluster_name(name, src),
+        _node_groups(nodes, src),
+        source=src,
+        gpu_types=_gpu_types(gpu_types, src),
+    )
+
+
+def _gpu_types(value: Any, source: str) -> dict[str, Any]:
+    value = _plain(value)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ClusterSpecError(
+            f"{source}: gpu_types must map new type names to {{base, memory_gib, speed}}, "
+            f"got {type(value).__name__}"
+        )
+    return dict(value)
 
 
 def scaled_cluster(name: str, base_nodes: Any, factor: int, source: str | None = None) -> Cluster:
@@ -133,6 +154,8 @@ def yaml_cluster(path: str | os.PathLike[str], name: str | None = None) -> Clust
 
         name: my_cluster              # required, used in result tables
         description: optional text    # optional, ignored
+        gpu_types:                    # optional: GPU types outside the catalogue
+          h100: {base: a100, memory_gib: 80, speed: {default: 2.0}}
         nodes:                        # required, at least one node group
           - {gpu_type: a100, count: 2, gpus: 8, cpus: 256, mem_gib: 1024}
           - {gpu_type: v100, count: 4, gpus: 4, cpus: 32, mem_gib: 244}
@@ -180,7 +203,8 @@ def yaml_cluster(path: str | os.PathLike[str], name: str | None = None) -> Clust
     unknown = sorted(str(k) for k in doc if k not in _FILE_FIELDS)
     if unknown:
         raise ClusterSpecError(
-            f"{src}: unknown top-level field(s) {unknown}; allowed: name, nodes, description"
+            f"{src}: unknown top-level field(s) {unknown}; allowed: name, nodes, gpu_types, "
+            "description"
         )
     for req in ("name", "nodes"):
         if req not in doc:
@@ -193,7 +217,9 @@ def yaml_cluster(path: str | os.PathLike[str], name: str | None = None) -> Clust
         raise ClusterSpecError(
             f"{src}: field 'nodes' must be a list of node groups, got {type(nodes).__name__}"
         )
-    return Cluster.from_spec(cname, nodes or [], source=src)
+    return Cluster.from_spec(
+        cname, nodes or [], source=src, gpu_types=_gpu_types(doc.get("gpu_types"), src)
+    )
 
 
 # ---------------------------------------------------------------------------- Alibaba PAI

@@ -43,8 +43,8 @@ from numpy.typing import NDArray
 from hetsched.sim.allocation import Allocation
 from hetsched.sim.catalog import GPU_TYPE_NAMES
 from hetsched.sim.cluster import Cluster
-from hetsched.sim.errors import AllocationError, SimulationStalledError, TraceError
-from hetsched.sim.faults import CheckpointPolicy, FailureSchedule, FailureSpec
+from hetsched.sim.errors import AllocationError, SettingError, SimulationStalledError, TraceError
+from hetsched.sim.faults import MAX_LOST_ATTEMPTS, CheckpointPolicy, FailureSchedule, FailureSpec
 from hetsched.sim.throughput import ThroughputModel
 from hetsched.sim.workload import Workload
 
@@ -59,6 +59,17 @@ def _entry_hash(node: NDArray[np.uint64], gpus: NDArray[np.uint64]) -> NDArray[n
     with np.errstate(over="ignore"):
         h = ((node + np.uint64(1)) * _SIG_A) ^ ((gpus + np.uint64(7)) * _SIG_B)
         return np.asarray(h * _SIG_A + np.uint64(1), dtype=np.uint64)
+
+
+def _positive_seconds(value: Any, what: str) -> float:
+    """``value`` as a float if it is a finite positive number of seconds, else a SettingError."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        v = float("nan")
+    if isinstance(value, bool) or not (np.isfinite(v) and v > 0):
+        raise SettingError(f"{what}={value!r} must be a finite positive number of seconds")
+    return v
 
 
 @dataclass
@@ -81,6 +92,23 @@ class SimConfig:
     record_timeline: bool = True
     checkpoint: CheckpointPolicy | None = None
     failures: FailureSpec | None = None
+
+    def __post_init__(self) -> None:
+        """Check every field (the one place where the engine settings are validated).
+
+        Raises:
+            SettingError: For a round length that is not a finite positive number of seconds, a
+                horizon that is not positive (``inf`` = none), or ``max_idle_rounds`` below 1.
+        """
+        _positive_seconds(self.round_s, "sim.round_s")
+        mt = self.max_time_s
+        if isinstance(mt, bool | str) or not float(mt) > 0:  # NaN fails, inf = no horizon
+            raise SettingError(
+                f"sim.max_time_s={mt!r} must be a positive number of seconds (null for no horizon)"
+            )
+        mi = self.max_idle_rounds
+        if isinstance(mi, bool) or not isinstance(mi, int | np.integer) or mi < 1:
+            raise SettingError(f"sim.max_idle_rounds={mi!r} must be an integer >= 1")
 
 
 class PolicyLike(Protocol):
@@ -249,8 +277,9 @@ class Simulator:
         self.failures = failures
         self.workload = workload
         self.tm = throughput
-        if self.config.round_s <= 0:
-            raise AllocationError(f"round_s={self.config.round_s} must be > 0")
+        self.config.__post_init__()  # the fields may have been changed after construction
+        fs = self.config.failures
+        self._max_lost = MAX_LOST_ATTEMPTS if fs is None else int(fs.max_lost_attempts)
         if workload.model.max() >= throughput.num_models:
             i = int(np.argmax(workload.model))
             raise TraceError(
@@ -263,6 +292,8 @@ class Simulator:
         counts = np.arange(int(cluster.node_gpus.max()) + 1, dtype=np.uint64)[None, :]
         self._sig_table = _entry_hash(nodes, counts)
         self._keep_by_count = self.tm.node_keep_by_count(int(cluster.node_gpus.max()) + 2)
+        # GPU types outside the catalogue: speed factor per (model, node variant) over the base.
+        self._speed = cluster.speed_table(throughput.models)
         self.reset()
 
     # ------------------------------------------------------------------ setup
@@ -316,6 +347,7 @@ class Simulator:
         self.current = Allocation.empty()
         self.lost_gpu_s = np.zeros(J)
         self.failure_restarts = np.zeros(J, dtype=np.int64)
+        self.lost_streak = np.zeros(J, dtype=np.int64)  # failures since the last saved progress
         self.work_since_ckpt = np.zeros(J)  # work units done since the last checkpoint
         self.ckpt_phase = np.zeros(J)  # productive seconds since the job last (re)started
         self.node_failures = 0
@@ -548,7 +580,10 @@ class Simulator:
         total, spread = self._job_layout(a, one_per_job)
         k = self.cluster.node_type[a.node]
         m = self.workload.model[a.job] if model is None else model
-        return self.tm.isolated(m, k, total, spread)
+        base = self.tm.isolated(m, k, total, spread)
+        if self._speed is not None:  # nodes of a GPU type defined relative to its base type
+            base = base * self._speed[m, self.cluster.node_variant[a.node] + 1]
+        return base
 
     def _resource_ratios(
         self, a: Allocation, one_per_job: bool = False
@@ -664,7 +699,7 @@ class Simulator:
         """
         if self.done:
             raise SimulationStalledError("advance() called after the simulation finished")
-        rs = float(round_s or self.config.round_s)
+        rs = _positive_seconds(self.config.round_s if round_s is None else round_s, "round_s")
         self.validate(alloc)
         wl, J = self.workload, self.workload.num_jobs
         t0 = self.time
@@ -691,6 +726,7 @@ class Simulator:
         first = running_now & ~started_before
         self.start_time[first] = t0
         fresh = changed | first | preempted  # a (re)start or a preemption saves/loads a checkpoint
+        self.lost_streak[fresh & (self.work_since_ckpt > 0)] = 0  # that save kept some work
         self.work_since_ckpt[fresh] = 0.0
         self.ckpt_phase[fresh] = 0.0
 
@@ -752,6 +788,7 @@ class Simulator:
             )
             self.work_since_ckpt[run_idx] = since
             self.ckpt_phase[run_idx] = new
+            self.lost_streak[run_idx[crossed]] = 0
         else:
             self.work_since_ckpt[run_idx] += progress
         fail_idx = run_idx[failed]
@@ -764,6 +801,17 @@ class Simulator:
             self.work_since_ckpt[fail_idx] = 0.0
             self.ckpt_phase[fail_idx] = 0.0
             self.delay_left[fail_idx] = 0.0
+            self.lost_streak[fail_idx] += 1
+            worst = int(np.argmax(self.lost_streak[fail_idx]))
+            if self.lost_streak[fail_idx[worst]] >= self._max_lost:
+                j = int(fail_idx[worst])
+                raise SimulationStalledError(
+                    f"job {str(wl.job_id[j])!r} lost its work to node failures "
+                    f"{int(self.lost_streak[j])} times in a row with no checkpoint in between "
+                    f"(t={t0 / 3600.0:.1f} h); it outlasts its nodes' time between failures and "
+                    "may never finish: set sim.checkpoint.interval_s (periodic checkpoints), a "
+                    "larger sim.failures.mtbf_h, or raise sim.failures.max_lost_attempts"
+                )
 
         # Accounting.
         held_full = np.zeros(J)
@@ -879,7 +927,11 @@ class Simulator:
         Returns:
             The run's :class:`SimResult`, with ``decision_s`` filled in.
         """
-        rs = float(getattr(policy, "round_s", None) or self.config.round_s)
+        own = getattr(policy, "round_s", None)
+        rs = _positive_seconds(
+            self.config.round_s if own is None else own,
+            f"{getattr(policy, 'name', type(policy).__name__)} round_s",
+        )
         event_driven = bool(getattr(policy, "event_driven", False))
         static_idle = bool(getattr(policy, "static_when_no_pending", False))
         decisions: list[float] = []

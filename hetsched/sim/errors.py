@@ -34,3 +34,7 @@ class AllocationError(HetschedError):
 
 class SimulationStalledError(HetschedError):
     """The simulation cannot make progress (e.g. the policy never schedules a pending job)."""
+
+
+class SettingError(HetschedError):
+    """A setting is out of range, not a number, or contradicts another setting."""

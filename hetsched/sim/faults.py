@@ -41,6 +41,9 @@ from hetsched.sim.errors import HetschedError
 
 H = 3600.0
 
+#: Default of ``sim.failures.max_lost_attempts`` (see :class:`FailureSpec`).
+MAX_LOST_ATTEMPTS = 100
+
 
 class FailureSpecError(HetschedError):
     """A failure model or failure trace is invalid."""
@@ -68,6 +71,11 @@ class CheckpointPolicy:
             )
         if not (np.isfinite(self.cost_s) and self.cost_s >= 0):
             raise FailureSpecError(f"checkpoint cost_s={self.cost_s} must be >= 0 seconds")
+        if self.interval_s is None and self.cost_s > 0:
+            raise FailureSpecError(
+                f"checkpoint cost_s={self.cost_s} has no effect without interval_s; set "
+                "sim.checkpoint.interval_s (seconds between saves) or leave cost_s at 0"
+            )
 
     @property
     def rate_factor(self) -> float:
@@ -95,18 +103,31 @@ class FailureSpec:
         repair_h: Mean repair time, hours.
         fixed_repair: Repair takes exactly ``repair_h``.
         trace: A failure trace CSV (``node, fail_time_s, repair_s``); used instead of the model.
+        max_lost_attempts: Failures in a row that may destroy one job's work (no checkpoint
+            saved in between) before the run stops with an error; it bounds runs in which a job
+            outlasts its nodes' time between failures and never finishes.
     """
 
     mtbf_h: float | None = None
     repair_h: float = 1.0
     fixed_repair: bool = False
     trace: str | None = None
+    max_lost_attempts: int = MAX_LOST_ATTEMPTS
 
     def __post_init__(self) -> None:
         for name in ("mtbf_h", "repair_h"):
             v = getattr(self, name)
             if v is not None and not (np.isfinite(v) and v > 0):
                 raise FailureSpecError(f"failures.{name}={v} must be a positive number of hours")
+        if self.trace is not None and self.mtbf_h is not None:
+            raise FailureSpecError(
+                f"failures.trace={self.trace!r} and failures.mtbf_h={self.mtbf_h} are both set; "
+                "a run uses either a failure trace or the random model: drop one of them"
+            )
+        if int(self.max_lost_attempts) < 1:
+            raise FailureSpecError(
+                f"failures.max_lost_attempts={self.max_lost_attempts} must be >= 1"
+            )
 
     @property
     def enabled(self) -> bool:

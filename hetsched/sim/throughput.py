@@ -40,6 +40,7 @@ from ``shared/data`` and shipped as ``hetsched/data/profiles/throughput_table.np
 
 from __future__ import annotations
 
+import zipfile
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -301,7 +302,7 @@ class ThroughputModel:
             path: An ``.npz`` file; ``None`` loads the table shipped with the package.
 
         Raises:
-            HetschedError: If the file is missing or lacks a field.
+            HetschedError: If the file is missing, not an ``.npz`` archive or lacks a field.
         """
         if path is None:
             ref = resources.files("hetsched").joinpath("data").joinpath(DEFAULT_TABLE)
@@ -311,6 +312,12 @@ class ThroughputModel:
             raise HetschedError(
                 f"throughput table {path} not found; rebuild it with "
                 "`python scripts/build_profiles.py` or pass an existing .npz path"
+            )
+        if not zipfile.is_zipfile(path):
+            raise HetschedError(
+                f"throughput table {path} is not an .npz archive; give a table written by "
+                "`python scripts/build_profiles.py` (or ThroughputModel.save), or leave "
+                "throughput_table unset for the shipped one"
             )
         with np.load(path, allow_pickle=False) as z:
             need = [

@@ -10,9 +10,11 @@ from conftest import make_cluster, make_tm, make_workload
 
 from hetsched.baselines import FIFO, LAS, YarnCS
 from hetsched.sim import Allocation, AllocationError, SimConfig, Simulator
+from hetsched.sim.errors import SimulationStalledError
 from hetsched.sim.faults import (
     CheckpointPolicy,
     FailureModel,
+    FailureSpec,
     FailureSpecError,
     load_failure_trace,
 )
@@ -194,3 +196,35 @@ def test_bad_failure_settings_are_clear_errors() -> None:
             make_tm(),
             failures=FailureModel(3, mtbf_h=1, repair_h=1, rng=np.random.default_rng(0)),
         )  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("interval", [None, 40.0])
+def test_repeated_losses_without_a_checkpoint_stop_the_run(
+    tmp_path: Path, interval: float | None
+) -> None:
+    # A 1000-step job (1 step/s) on a node that fails 100 s after every repair: without periodic
+    # checkpoints it never finishes, so the third loss in a row stops the run and names the job.
+    # With a save every 40 s each failure loses at most one cycle and the job finishes.
+    rows = [f"0,{100 + 110 * i},10" for i in range(30)]
+    fails = load_failure_trace(write_trace(tmp_path, rows), 1)
+    wl = make_workload([0.0], [1000.0], [1])
+    ck = CheckpointPolicy(interval_s=interval) if interval else None
+    spec = FailureSpec(trace=str(tmp_path / "failures.csv"), max_lost_attempts=3)
+    cfg = SimConfig(round_s=60.0, checkpoint=ck, failures=spec)
+    sim = Simulator(one_node(), wl, make_tm(restart_s=0.0), cfg, failures=fails)
+    if interval is None:
+        with pytest.raises(SimulationStalledError, match="'j0' lost its work to node failures 3"):
+            sim.run(FIFO())
+        assert sim.failure_restarts[0] == 3
+    else:
+        res = sim.run(FIFO())
+        assert np.isfinite(res.finish_time[0]) and sim.failure_restarts[0] > 3
+
+
+def test_contradictory_failure_and_checkpoint_settings_are_errors(tmp_path: Path) -> None:
+    with pytest.raises(FailureSpecError, match="cost_s=10.0 has no effect without interval_s"):
+        CheckpointPolicy(interval_s=None, cost_s=10.0)
+    with pytest.raises(FailureSpecError, match="drop one of them"):
+        FailureSpec(mtbf_h=5.0, trace=str(write_trace(tmp_path, ["0,90,100"])))
+    with pytest.raises(FailureSpecError, match="max_lost_attempts=0"):
+        FailureSpec(mtbf_h=5.0, max_lost_attempts=0)

@@ -73,6 +73,17 @@ def user_error(err: BaseException) -> str | None:
                 f"{key} has no value ('???' in its preset); give it on the command line, "
                 f"e.g. {key}=..."
             )
+    from hydra.errors import InstantiationException
+
+    for e in chain:
+        if isinstance(e, InstantiationException) and isinstance(e.__cause__, TypeError):
+            cause = str(e.__cause__)
+            if "unexpected keyword argument" in cause:  # an unknown field in a preset or override
+                key = getattr(e, "full_key", None) or "a preset"
+                return _one_line(
+                    f"{key}: {cause}; remove the field or check its spelling "
+                    "(`--cfg job` shows the composed config)"
+                )
     if isinstance(err, ConfigCompositionException):
         head = str(err).splitlines()[0] if str(err) else "cannot compose the config"
         causes = [c for c in chain[1:] if isinstance(c, OmegaConfBaseException) or str(c)]

@@ -36,6 +36,7 @@ from hetsched.evaluation import (
     with_load,
     write_outputs,
 )
+from hetsched.sim.errors import exit_on_input_error
 from hetsched.sim.throughput import ThroughputModel, default_throughput
 
 
@@ -53,6 +54,7 @@ def _plain(value: Any) -> Any:
 
 
 @hydra.main(config_path="../conf", config_name="evaluate", version_base="1.3")
+@exit_on_input_error
 def main(cfg: DictConfig) -> None:
     """Run the evaluation described by ``cfg`` and write its results."""
     out_dir = Path(cfg.output.dir) if cfg.output.dir else Path(HydraConfig.get().runtime.output_dir)

@@ -15,7 +15,7 @@ from hetsched.sim.errors import HetschedError, TraceError
 from hetsched.sim.throughput import ThroughputModel
 from hetsched.sim.traces.convert import TraceJobs, convert, select_rows
 from hetsched.sim.traces.csvio import Table, read_table, user_path
-from hetsched.sim.traces.models import match_models, model_index
+from hetsched.sim.traces.models import match_models
 from hetsched.sim.traces.options import TraceOptions
 from hetsched.sim.workload import Workload
 
@@ -221,7 +221,7 @@ def csv_trace(
     )
     if cols["model"] is not None:
         col = cols["model"]
-        model = match_models(tab.strings(col), model_index(throughput.models))
+        model = match_models(tab.strings(col), throughput.models)
         if np.any(model < 0):
             i = int(np.flatnonzero(model < 0)[0])
             raise tab.error(
@@ -240,6 +240,4 @@ def csv_trace(
         jobs.queue = np.where(q == "", "default", q)
     if cols["gpu_types"] is not None:
         jobs.allowed = _constraints(tab, cols["gpu_types"])
-    return convert(
-        jobs, o, name=name or stem, throughput=throughput, cluster=cluster, rng=rng
-    )
+    return convert(jobs, o, name=name or stem, throughput=throughput, cluster=cluster, rng=rng)

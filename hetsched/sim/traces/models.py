@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -22,7 +22,6 @@ __all__ = [
     "batch_sizes",
     "gavel_types",
     "match_models",
-    "model_index",
     "reference_work",
 ]
 
@@ -42,31 +41,27 @@ SIA_INITIAL_BATCH: dict[str, int] = {
 GAVEL_GPU_TYPES = ("k80", "p100", "v100")
 
 
-def model_index(names: Sequence[str]) -> dict[str, int]:
-    """Name -> index for matching trace model names, case-insensitively.
+def match_models(
+    values: NDArray[np.str_], names: Sequence[str], allowed: Collection[int] | None = None
+) -> IntArray:
+    """Index into ``names`` of each (stripped) model name in ``values``; -1 where none matches.
 
-    Exact names always match; a name that differs only in case matches when no other model of
-    ``names`` has the same lower-case spelling.
+    An exact name always matches; a name in another case matches when exactly one model (of
+    those ``allowed``, default all) has that spelling case-insensitively.
     """
-    out: dict[str, int] = {}
+    exact = {n: i for i, n in enumerate(names) if allowed is None or i in allowed}
+    folded: dict[str, int] = {}
     clash: set[str] = set()
-    for i, n in enumerate(names):
+    for n, i in exact.items():
         low = n.lower()
-        if low in out and out[low] != i:
+        if low in folded:
             clash.add(low)
-        out.setdefault(low, i)
+        folded.setdefault(low, i)
     for low in clash:
-        del out[low]
-    out.update({n: i for i, n in enumerate(names)})
-    return out
-
-
-def match_models(values: NDArray[np.str_], index: dict[str, int]) -> IntArray:
-    """Model index of each (stripped) name in ``values`` by :func:`model_index`'s ``index``;
-    -1 where a name matches no model."""
+        del folded[low]
     uniq, inv = np.unique(values, return_inverse=True)
     found = np.array(
-        [index.get(u, index.get(u.lower(), -1)) for u in uniq.tolist()], dtype=np.int64
+        [exact.get(u, folded.get(u.lower(), -1)) for u in uniq.tolist()], dtype=np.int64
     )
     return np.asarray(found[inv].reshape(-1), dtype=np.int64)
 
@@ -231,5 +226,3 @@ def reference_work(
             source, bad.size, ref_type,
         )  # fmt: skip
     return np.asarray(d * t, dtype=np.float64)
-
-

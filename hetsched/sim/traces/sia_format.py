@@ -14,7 +14,7 @@ from hetsched.sim.paths import shared_data, shipped_data
 from hetsched.sim.throughput import ThroughputModel
 from hetsched.sim.traces.convert import TraceJobs, convert, select_rows
 from hetsched.sim.traces.csvio import read_table, user_path
-from hetsched.sim.traces.models import match_models, model_index
+from hetsched.sim.traces.models import match_models
 from hetsched.sim.traces.options import TraceOptions, choice
 from hetsched.sim.workload import Workload
 
@@ -88,8 +88,7 @@ def sia_workload(
     tab = read_table(p, ["name", "time", "application", "num_replicas", "batch_size"])
     tab = select_rows(tab, o)
     sia = {i for i, f in enumerate(throughput.family) if f == "sia"}
-    index = {k: v for k, v in model_index(throughput.models).items() if v in sia}
-    model = match_models(tab.strings("application"), index)
+    model = match_models(tab.strings("application"), throughput.models, sia)
     bad = model < 0
     if bad.any():
         i = int(np.flatnonzero(bad)[0])

@@ -29,7 +29,7 @@ IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]
 
 #: Rows parsed per block (bounds the memory of the transient Python objects).
-_BLOCK_ROWS = 1 << 15
+_BLOCK_ROWS = 1 << 13
 
 #: Largest accepted integer value (GPU counts, batch sizes): beyond it a value is a typo.
 _MAX_INT = 2**31 - 1

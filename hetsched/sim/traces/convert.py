@@ -155,10 +155,22 @@ def validate_jobs(jobs: TraceJobs) -> None:
 
 
 # ====================================================================== cluster fit
+def _patterns(allowed: BoolArray) -> tuple[BoolArray, IntArray]:
+    """The distinct rows of ``allowed`` (U, K) and each job's row among them (J,), so that
+    per-type quantities are computed once per pattern rather than in (J, K) temporaries."""
+    packed = np.packbits(allowed, axis=1, bitorder="little")
+    code = np.zeros(len(allowed), dtype=np.int64)
+    for b in range(packed.shape[1]):
+        code |= packed[:, b].astype(np.int64) << (8 * b)
+    _, first, inv = np.unique(code, return_index=True, return_inverse=True)
+    return allowed[first], np.asarray(inv, dtype=np.int64).reshape(-1)
+
+
 def _type_pools(cluster: Cluster, allowed: BoolArray) -> IntArray:
     """Largest pool of GPUs of one type each job may use, shape (J,)."""
+    pats, inv = _patterns(allowed)
     per_type = cluster.gpus_per_type()
-    return np.asarray(np.where(allowed, per_type[None, :], 0).max(axis=1), dtype=np.int64)
+    return np.asarray(np.where(pats, per_type[None, :], 0).max(axis=1)[inv], dtype=np.int64)
 
 
 def default_resources(
@@ -184,9 +196,10 @@ def _oversized(
     big_m = np.zeros(K)
     np.maximum.at(big_c, cluster.node_type, cluster.node_cpus)
     np.maximum.at(big_m, cluster.node_type, cluster.node_mem)
-    ok = allowed & (cluster.gpus_per_type() > 0)[None, :]
-    max_c = np.where(ok, big_c[None, :], 0.0).max(axis=1)
-    max_m = np.where(ok, big_m[None, :], 0.0).max(axis=1)
+    pats, inv = _patterns(allowed)
+    ok = pats & (cluster.gpus_per_type() > 0)[None, :]
+    max_c = np.where(ok, big_c[None, :], 0.0).max(axis=1)[inv]
+    max_m = np.where(ok, big_m[None, :], 0.0).max(axis=1)[inv]
     for name, req, cap in (("cpu_per_gpu", cpu, max_c), ("mem_per_gpu", mem, max_m)):
         bad = req > cap
         if bad.any():
@@ -254,9 +267,12 @@ def check_fits(
             f"workload {wl.name!r}: job {str(wl.job_id[i])!r} has model index {int(wl.model[i])} "
             f"but the throughput table has {throughput.num_models} models"
         )
-    ks = np.arange(K)
-    t = throughput.isolated(wl.model[:, None], ks[None, :], need[:, None], False)
-    ok = ((t > 0) & allowed & (per_type[None, :] >= need[:, None])).any(axis=1)
+    pats, pat = _patterns(allowed)
+    key = (wl.model * (int(need.max()) + 1) + need) * len(pats) + pat  # one row per combination
+    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    m, n, a = wl.model[first], need[first], pats[pat[first]]
+    t = throughput.isolated(m[:, None], np.arange(K)[None, :], n[:, None], False)
+    ok = ((t > 0) & a & (per_type[None, :] >= n[:, None])).any(axis=1)[inv.reshape(-1)]
     if not ok.all():
         i = int(np.flatnonzero(~ok)[0])
         raise TraceError(

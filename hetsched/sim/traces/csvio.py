@@ -44,6 +44,8 @@ class Table:
         header: Column names (blanks and a byte-order mark stripped).
         columns: Raw cells of each column, numpy ``S`` (or ``U``) arrays of shape (rows,).
         lines: 1-based line of each row in the file (the header is line 1), shape (rows,).
+
+    Cells are stored with the blanks around them stripped.
     """
 
     path: Path
@@ -81,9 +83,9 @@ class Table:
         return v.decode("utf-8") if isinstance(v, bytes) else str(v)
 
     def strings(self, col: str) -> NDArray[np.str_]:
-        """``col`` as stripped unicode strings, shape (rows,)."""
-        arr = np.char.strip(self.raw(col))
-        return arr.astype(str) if arr.dtype.kind == "S" else arr
+        """``col`` as unicode strings (blanks around each value are stripped when read)."""
+        arr = self.raw(col)
+        return arr.astype(str) if arr.dtype.kind == "S" else arr.copy()
 
     def error(self, i: int, col: str, value: Any, what: str) -> TraceError:
         """A :class:`TraceError` naming the file, row ``i``'s line, the column and the value."""
@@ -94,7 +96,7 @@ class Table:
         """``col`` as float64; an empty cell becomes NaN only if ``allow_empty``."""
         raw = self.raw(col)
         if allow_empty:
-            empty = np.char.str_len(np.char.strip(raw)) == 0
+            empty = np.char.str_len(raw) == 0
             if empty.any():
                 raw = np.where(empty, raw.dtype.type("nan"), raw)
         try:
@@ -110,17 +112,24 @@ class Table:
             bad = ~np.isfinite(arr)
             if bad.any():
                 i = int(np.flatnonzero(bad)[0])
-                raise self.error(i, col, self.cell(i, col).strip(), "is not a finite number")
+                raise self.error(i, col, self.cell(i, col), "is not a finite number")
         return arr
 
     def ints(self, col: str) -> IntArray:
         """``col`` as int64: whole numbers of magnitude below 2**31."""
+        try:  # plain integers (the common case) parse without a float copy
+            whole = self.raw(col).astype(np.int64)
+        except (ValueError, OverflowError):
+            pass
+        else:
+            if whole.size == 0 or max(-int(whole.min()), int(whole.max())) <= _MAX_INT:
+                return whole
         arr = self.floats(col)
         big = np.abs(arr) > _MAX_INT
         if big.any():
             i = int(np.flatnonzero(big)[0])
             raise self.error(
-                i, col, self.cell(i, col).strip(), f"is too large (at most {_MAX_INT}); check the "
+                i, col, self.cell(i, col), f"is too large (at most {_MAX_INT}); check the "
                 "column mapping and the value"
             )  # fmt: skip
         bad = arr != np.round(arr)
@@ -135,20 +144,20 @@ class Table:
         A value that is not a date-time, a bare number included (numpy would read ``2017`` or
         ``1506812400`` as a year), raises naming its line.
         """
-        raw = np.char.strip(self.raw(col))
+        raw = self.raw(col)
         dash = raw.dtype.type("-")
         ok = (np.char.str_len(raw) >= 10) & (np.char.find(raw, dash) == 4)
         ok &= np.char.count(raw, dash) >= 2
         what = "is not a date-time (YYYY-MM-DD HH:MM:SS)"
         if not ok.all():
             i = int(np.flatnonzero(~ok)[0])
-            raise self.error(i, col, self.cell(i, col).strip(), what)
+            raise self.error(i, col, self.cell(i, col), what)
         try:
             arr = raw.astype("datetime64[s]")
         except ValueError:
             for i in range(len(raw)):
                 try:
-                    np.datetime64(self.cell(i, col).strip(), "s")
+                    np.datetime64(self.cell(i, col), "s")
                 except ValueError:
                     raise self.error(i, col, self.cell(i, col), what) from None
             raise  # pragma: no cover
@@ -159,7 +168,7 @@ class Table:
 
     def times(self, col: str, scale: float) -> FloatArray:
         """Numbers in units of ``scale`` seconds, or date-times if the first value is one."""
-        first = self.cell(0, col).strip()
+        first = self.cell(0, col)
         try:
             float(first)
         except ValueError:
@@ -271,9 +280,10 @@ def _block(rows: list[list[str]], nums: list[int]) -> tuple[IntArray, list[NDArr
     cols: list[NDArray[Any]] = []
     for values in zip(*rows, strict=True):
         try:
-            cols.append(np.array(values, dtype="S"))
+            arr = np.array(values, dtype="S")
         except UnicodeEncodeError:
-            cols.append(np.array(values, dtype=str))
+            arr = np.array(values, dtype=str)
+        cols.append(np.char.strip(arr))
     return np.array(nums, dtype=np.int64), cols
 
 

@@ -272,7 +272,8 @@ def check_fits(
     _, first, inv = np.unique(key, return_index=True, return_inverse=True)
     m, n, a = wl.model[first], need[first], pats[pat[first]]
     t = throughput.isolated(m[:, None], np.arange(K)[None, :], n[:, None], False)
-    ok = ((t > 0) & a & (per_type[None, :] >= n[:, None])).any(axis=1)[inv.reshape(-1)]
+    runs = np.asarray(((t > 0) & a & (per_type[None, :] >= n[:, None])).any(axis=1))
+    ok = runs[inv.reshape(-1)]
     if not ok.all():
         i = int(np.flatnonzero(~ok)[0])
         raise TraceError(

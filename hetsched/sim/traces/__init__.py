@@ -82,7 +82,8 @@ aliases); every other job may use every type.
 from __future__ import annotations
 
 from hetsched.sim.traces.convert import TraceJobs, check_fits, convert, select_rows
-from hetsched.sim.traces.csvio import Table, _read_csv_cached, read_table
+from hetsched.sim.traces.csvio import Table, read_table
+from hetsched.sim.traces.csvio import _read_csv_cached as _read_csv_cached
 from hetsched.sim.traces.generators import gavel_synthetic
 from hetsched.sim.traces.generic import CSV_FIELDS, csv_trace
 from hetsched.sim.traces.microsoft import ITP_CLUSTERS, itp, philly
@@ -94,8 +95,8 @@ from hetsched.sim.traces.models import (
 )
 from hetsched.sim.traces.options import DEFAULT_CPU_PER_GPU, DEFAULT_MEM_PER_GPU, TraceOptions
 from hetsched.sim.traces.pai import ALIBABA_GPU_MAP, alibaba
+from hetsched.sim.traces.sia_format import _SIA_INDEX_RANGE as _SIA_INDEX_RANGE
 from hetsched.sim.traces.sia_format import (
-    _SIA_INDEX_RANGE,
     SIA_KINDS,
     pollux_philly,
     sia_helios,
@@ -135,7 +136,3 @@ __all__ = [
     "sia_trace",
     "sia_workload",
 ]
-
-#: The memoised parse behind :func:`read_table` (``cache_clear()`` drops parsed files).
-_read_csv_cached = _read_csv_cached
-_SIA_INDEX_RANGE = _SIA_INDEX_RANGE

@@ -37,7 +37,7 @@ SIA_KINDS: dict[str, tuple[str, int, bool, str]] = {
 }
 
 #: Number of files per Sia directory name (``philly`` also counts Pollux's eight files).
-_SIA_INDEX_RANGE = {"philly": 8, "saturn": 10, "newtrace": 10}
+_SIA_INDEX_RANGE = {Path(d).name: n for d, n, shipped, _ in SIA_KINDS.values() if not shipped}
 
 #: This format's defaults where they differ from :class:`TraceOptions`: Sia and Pollux rescale
 #: jobs (elastic up to 64 GPUs) and the files' times are kept as they are.
@@ -136,29 +136,24 @@ def sia_trace(
 ) -> Workload:
     """One file of the Sia/Pollux workload sets (see :func:`sia_workload` for the conversion).
 
-    =========== ===================================== ======== ======================
-    ``kind``    files                                 shipped  default name
-    =========== ===================================== ======== ======================
-    philly      ``workloads/sia/philly/workload-<i>``  no       ``sia_philly_<i>``
-                (1..8; 160 jobs, 4-16 GPUs)
-    helios      ``workloads/sia/saturn/workload-<i>``  no       ``sia_helios_<i>``
-                (1..10; 160 jobs over about 8 h)
-    newtrace    ``workloads/sia/newtrace/...``         no       ``sia_newtrace_<i>``
-                (1..10; 960 jobs over 48 h)
-    pollux      ``traces/pollux/workload-<i>``         yes      ``pollux_philly_<i>``
-                (1..8; 160 jobs over about 8 h;
-                up to 48 replicas; Apache-2.0)
-    =========== ===================================== ======== ======================
+    * ``philly``: Sia's Philly files ``workloads/sia/philly/workload-<i>.csv`` (1..8; 160 jobs,
+      4-16 GPUs), named ``sia_philly_<i>``;
+    * ``helios``: Sia's Helios files ``workloads/sia/saturn/workload-<i>.csv`` (1..10; 160 jobs
+      over about 8 h), named ``sia_helios_<i>``;
+    * ``newtrace``: Sia's ``workloads/sia/newtrace/workload-<i>.csv`` (1..10; 960 jobs over
+      48 h), named ``sia_newtrace_<i>``;
+    * ``pollux``: Pollux OSDI'21 ``traces/pollux/workload-<i>.csv`` (1..8; 160 jobs over about
+      8 h, up to 48 replicas; shipped, Apache-2.0), named ``pollux_philly_<i>``.
 
     Files that are not shipped (the Sia artifact has no licence) are read from the shared data
     directory (:func:`hetsched.sim.paths.shared_data`).
 
     Args:
-        kind: Which set (table above).
+        kind: Which set (list above).
         index: Which file of the set.
         path: Another file in this format (absolute, or relative to the shared data
             directory); overrides ``index``.
-        name: Workload name (default in the table above).
+        name: Workload name (default in the list above).
         **options: The fields of :class:`~hetsched.sim.traces.TraceOptions`.
     """
     kind = choice(kind, tuple(SIA_KINDS), "kind")

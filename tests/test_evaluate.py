@@ -232,7 +232,7 @@ def test_user_csv_workload_end_to_end(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     with (out / "results.csv").open() as fh:
         rows = list(csv.DictReader(fh))
-    assert [(r["scheduler"], r["workload"], r["num_jobs"]) for r in rows] == [("fifo", "csv", "4")]
+    assert [(r["scheduler"], r["workload"], r["num_jobs"]) for r in rows] == [("fifo", "mine", "4")]
     with (out / "jobs.csv").open() as fh:
         assert [j["job_id"] for j in csv.DictReader(fh)] == ["a", "b", "c", "d"]
     assert not (out / "plots").exists()

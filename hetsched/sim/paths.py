@@ -99,8 +99,9 @@ def shared_data(relpath: str | os.PathLike[str]) -> Path:
 
 
 def open_text(path: str | os.PathLike[str]) -> TextIO:
-    """Open a text file for reading, decompressing ``.gz`` transparently (UTF-8, newline='')."""
+    """Open a text file for reading: ``.gz`` decompressed, UTF-8, a leading byte-order mark
+    dropped, ``newline=""``."""
     p = Path(path)
     if p.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(p, "rb"), encoding="utf-8", newline="")
-    return open(p, encoding="utf-8", newline="")  # noqa: SIM115 - caller closes
+        return io.TextIOWrapper(gzip.open(p, "rb"), encoding="utf-8-sig", newline="")
+    return open(p, encoding="utf-8-sig", newline="")  # noqa: SIM115 - caller closes

@@ -67,7 +67,7 @@ class Workload:
 
     def __post_init__(self) -> None:
         J = len(self.arrival)
-        self.job_id = np.asarray(self.job_id).astype(str)
+        self.job_id = np.asarray(self.job_id).astype(str, copy=False)
         self.arrival = np.asarray(self.arrival, dtype=np.float64)
         for name, dt in (
             ("model", np.int64), ("batch_size", np.int64), ("req_gpus", np.int64),

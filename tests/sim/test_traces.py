@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import time
 from pathlib import Path
 from typing import Any
 
@@ -131,19 +130,15 @@ def test_philly_work_is_duration_times_reference_throughput(
     assert np.all(names[gpu_h < 1] == "cifar10")
 
 
-def test_philly_full_trace_loads_fast(trace_tm: ThroughputModel, sia_cluster: Cluster) -> None:
-    best = np.inf
-    for _ in range(2):
-        traces._read_csv_cached.cache_clear()
-        t0 = time.perf_counter()
-        wl = philly(
-            throughput=trace_tm, cluster=sia_cluster, rng=rng(), num_jobs=None, busiest=False,
-            max_gpus_policy="skip",
-        )  # fmt: skip
-        best = min(best, time.perf_counter() - t0)
+def test_philly_full_trace(trace_tm: ThroughputModel, sia_cluster: Cluster) -> None:
+    # Load time and memory are measured by scripts/bench_csv_memory.py, not asserted here.
+    traces._read_csv_cached.cache_clear()
+    wl = philly(
+        throughput=trace_tm, cluster=sia_cluster, rng=rng(), num_jobs=None, busiest=False,
+        max_gpus_policy="skip",
+    )  # fmt: skip
     assert wl.num_jobs == 82247 - 76  # 76 jobs need more than 24 GPUs of one type
     assert np.all(np.diff(wl.arrival) >= 0)
-    assert best < 2.0
 
 
 def test_philly_vc_filter_and_unknown_vc(trace_tm: ThroughputModel, sia_cluster: Cluster) -> None:
@@ -729,10 +724,12 @@ def test_presets_instantiate(preset: str, trace_tm: ThroughputModel, fixtures_di
     from omegaconf import OmegaConf
 
     cfg = OmegaConf.load(CONF / f"{preset}.yaml")
-    assert cfg._target_ == f"hetsched.sim.traces.{'csv_trace' if preset == 'csv' else preset}"
-    assert cfg._partial_ is True and isinstance(cfg.name, str)
+    target = {"csv": "csv_trace", "sia_philly": "sia_trace", "sia_helios": "sia_trace",
+              "sia_newtrace": "sia_trace", "pollux_philly": "sia_trace"}.get(preset, preset)  # fmt: skip
+    assert cfg._target_ == f"hetsched.sim.traces.{target}"
+    assert cfg._partial_ is True and isinstance(cfg.name, str | None)
     if preset == "csv":
-        assert OmegaConf.is_missing(cfg, "path")
+        assert cfg.path is None and cfg.name is None  # a user CSV is named after its file
         cfg.path = str(fixtures_dir / "mapped.csv")
         cfg.columns = {"job_id": "id", "submission_time": "submit_min",
                        "duration": "runtime_min", "num_gpu": "gpus"}  # fmt: skip
@@ -743,7 +740,8 @@ def test_presets_instantiate(preset: str, trace_tm: ThroughputModel, fixtures_di
     factory = instantiate(cfg)
     cl = gavel_like_cluster() if preset == "gavel_synthetic" else sia_like_cluster()
     wl = factory(throughput=trace_tm, cluster=cl, rng=rng())
-    assert isinstance(wl, Workload) and wl.num_jobs > 0 and wl.name == cfg.name
+    assert isinstance(wl, Workload) and wl.num_jobs > 0
+    assert wl.name == (cfg.name if preset != "csv" else "mapped")
 
 
 def test_philly_preset_with_real_table(real_tm: ThroughputModel) -> None:
@@ -760,3 +758,36 @@ def test_module_exports() -> None:
     for name in traces.__all__:
         assert hasattr(traces, name), name
     assert make_trace_tm().num_models == 33
+
+
+# ====================================================================== shared options
+def test_trace_options_one_object(trace_tm: ThroughputModel, sia_cluster: Cluster) -> None:
+    o = traces.TraceOptions.build({"num_jobs": 5}, busiest=True)
+    assert o.num_jobs == 5 and o.busiest and o.as_dict()["start"] == 0
+    with pytest.raises(TraceError, match=r"unknown trace option\(s\) \['num_job'\]"):
+        traces.TraceOptions.build({"num_job": 5})
+    for bad, match in (({"num_jobs": 0}, "num_jobs=0"), ({"start": -1}, "start=-1"),
+                       ({"unsorted": "ignore"}, "unsorted"), ({"exclude": ["Failed"]}, "exclude"),
+                       ({"cpu_per_gpu": -2}, "cpu_per_gpu=-2"), ({"zero_gpus": "drop"}, "zero_gpus")):  # fmt: skip
+        with pytest.raises(TraceError, match=match):
+            traces.TraceOptions.build(bad)
+    with pytest.raises(TraceError, match="unknown trace option"):
+        philly(throughput=trace_tm, cluster=sia_cluster, rng=rng(), window=3)
+
+
+def test_sia_trace_is_one_function(trace_tm: ThroughputModel, sia_cluster: Cluster) -> None:
+    kw: dict[str, Any] = dict(throughput=trace_tm, cluster=sia_cluster, rng=rng())
+    a = traces.sia_trace("pollux", index=2, max_gpus_policy="cap", **kw)
+    b = pollux_philly(index=2, max_gpus_policy="cap", **kw)
+    assert a.name == b.name == "pollux_philly_2" and same(a, b)
+    with pytest.raises(TraceError, match="kind='saturn' is not one of"):
+        traces.sia_trace("saturn", **kw)
+
+
+def test_model_names_match_any_case_unless_ambiguous() -> None:
+    from hetsched.sim.traces.models import match_models
+
+    names = ["bert", "Bert2", "ABC", "abc"]
+    got = match_models(np.array(["BERT", "bert2", "ABC", "abc", "Abc", "x"]), names)
+    np.testing.assert_array_equal(got, [0, 1, 2, 3, -1, -1])
+    np.testing.assert_array_equal(match_models(np.array(["Abc", "bert"]), names, {2}), [2, -1])

@@ -58,6 +58,8 @@ INFO_KEYS: tuple[str, ...] = (
     "sim_time_s",
     "decision_step",
     "stalled",
+    "unfinished_jobs",
+    "no_progress_steps",
     "action_mask",
 )
 
@@ -136,8 +138,16 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
     reward_conflict + reward_invalid + reward_progress``
     (:class:`~hetsched.envs.spaces.RewardWeights`; the progress shaping term is off by default),
     each component in the infos. **Episode end:** terminated when every job has finished; truncated
-    after ``max_cycles`` steps (never after step 1), at ``max_time_s``, or when waiting jobs can
-    never be placed (``stalled``).
+    after ``max_cycles`` steps (never after step 1), at ``max_time_s``, or ``stalled``: when
+    waiting jobs can never be placed, or after ``stall_steps`` consecutive decision steps
+    without progress (a legal action was offered, yet nothing was placed and time advanced with
+    nothing running). ``infos[a]["unfinished_jobs"]`` counts the jobs not finished and
+    ``infos[a]["no_progress_steps"]`` the current run of steps without progress.
+
+    **Masks** handed out (``obs[a]["action_mask"]``, ``infos[a]["action_mask"]``,
+    :meth:`action_masks`) are copies: writing into them does not change the env. Calling
+    :meth:`step`, :meth:`step_allocation`, :meth:`state` or :meth:`action_masks` before the
+    first :meth:`reset` raises :class:`~hetsched.envs.core.EnvNotResetError`.
 
     **Version history.** ``hetsched/Cluster-v0`` (hetsched 0.1.0): first release. Later
     changes were speed-ups and one fix that keep the spaces, dynamics and rewards: a stall is
@@ -181,6 +191,8 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
             builds the env with ``preemptive=True``.
         evict_max: With eviction actions, the most times one job may be evicted per episode
             (None: no limit).
+        stall_steps: Decision steps without progress after which the episode is truncated
+            as stalled (None: never; see :class:`~hetsched.envs.spaces.EnvSettings`).
     """
 
     metadata: dict[str, Any] = {
@@ -215,6 +227,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         failures: FailureSpec | Mapping[str, Any] | None = None,
         preemptive: bool = False,
         evict_max: int | None = None,
+        stall_steps: int | None = EnvSettings.stall_steps,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
@@ -237,6 +250,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
             validate_allocations=validate_allocations,
             preemptive=preemptive,
             evict_max=evict_max,
+            stall_steps=stall_steps,
         )
         self.max_cycles = self.settings.max_cycles
         tm = resolve_throughput(throughput)
@@ -323,7 +337,12 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         dict[str, bool],
         dict[str, dict[str, Any]],
     ]:
-        """Apply one decision step of every agent (see the class docstring)."""
+        """Apply one decision step of every agent (see the class docstring).
+
+        Raises:
+            EnvNotResetError: Before the first :meth:`reset`.
+        """
+        self.core.require_episode("ClusterParallelEnv.step()")
         if not self.agents:
             return {}, {}, {}, {}, {}
         res, stats = self.core.decision_step_of(self._parse_actions(actions))
@@ -347,7 +366,9 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
 
         Raises:
             hetsched.sim.errors.AllocationError: If the engine rejects ``alloc``.
+            EnvNotResetError: Before the first :meth:`reset`.
         """
+        self.core.require_episode("ClusterParallelEnv.step_allocation()")
         if not self.agents:
             return {}, {}, {}, {}, {}
         stats = StepStats()
@@ -401,7 +422,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
 
     def _observe(self) -> dict[str, dict[str, NDArray[Any]]]:
         O = self.core.observations()
-        Mk = self.core.ma.mask
+        Mk = self.core.ma.mask.copy()  # the agents' own copy: writing into it leaves the env alone
         self._obs = O
         return {
             a: {"observation": O[i], "action_mask": Mk[i]}
@@ -412,7 +433,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         self, res: ClaimResult | None, stats: StepStats, parts: Mapping[str, float]
     ) -> dict[str, dict[str, Any]]:
         core = self.core
-        mask = core.ma.mask
+        mask = core.ma.mask.copy()  # a copy apart from the observations' one
         assert core.sim is not None
         team: dict[str, Any] = dict.fromkeys(INFO_KEYS, 0.0)  # fixes the key order
         team.update(parts)
@@ -426,6 +447,8 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         team["sim_time_s"] = float(core.sim.time)
         team["decision_step"] = float(core.decision_step)
         team["stalled"] = float(core.stalled)
+        team["unfinished_jobs"] = float(core.unfinished_jobs)
+        team["no_progress_steps"] = float(core.no_progress_steps)
         legal = mask.sum(axis=1, dtype=np.float64).tolist()
         if res is None:
             inv = conf = gr = [0.0] * len(legal)
@@ -449,11 +472,14 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
 
     def state(self) -> NDArray[np.float32]:
         """Global state for centralised critics (flat float32, in ``state_space``)."""
+        self.core.require_episode("ClusterParallelEnv.state()")
         return self.core.state()
 
     def action_masks(self) -> NDArray[np.int8]:
-        """Legal actions of every agent, shape (N, A), rows in ``possible_agents`` order."""
-        return self.core.ma.mask
+        """Legal actions of every agent, shape (N, A), rows in ``possible_agents`` order (a
+        copy)."""
+        self.core.require_episode("ClusterParallelEnv.action_masks()")
+        return self.core.ma.mask.copy()
 
     def close(self) -> None:
         """Nothing to release."""

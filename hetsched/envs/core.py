@@ -73,6 +73,10 @@ BIG_ROUNDS = 1 << 40
 EPS = 1e-9
 
 
+class EnvNotResetError(RuntimeError):
+    """An env method that needs an episode was called before the first ``reset()``."""
+
+
 class _EnvSimulator(Simulator):
     """A :class:`Simulator` that can skip re-validating allocations the env built itself."""
 
@@ -219,6 +223,11 @@ class EnvCore:
         self.jt: JobTable | None = None
         self.last_alloc = Allocation.empty()
         self.stalled = False
+        #: Why the episode stalled: ``"unplaceable"`` (waiting jobs can never be placed),
+        #: ``"no_progress"`` (``EnvSettings.stall_steps`` steps without progress) or "".
+        self.stall_reason = ""
+        #: Consecutive decision steps without progress (see ``EnvSettings.stall_steps``).
+        self.no_progress_steps = 0
         self._empty: MaskArrays | None = None
         self._obs_cache: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
         self._common_cache: NDArray[np.float64] | None = None
@@ -264,6 +273,8 @@ class EnvCore:
         self._n_done = 0
         self._admitted = 0
         self.stalled = False
+        self.stall_reason = ""
+        self.no_progress_steps = 0
         self.last_alloc = Allocation.empty()
         self.episode_jobs_s = 0.0
         stats = StepStats()
@@ -273,11 +284,27 @@ class EnvCore:
             self._skip_idle(stats)
         self._pending_stats = stats  # folded into the first step (0 unless jobs wait at reset)
 
+    def require_episode(self, what: str) -> None:
+        """Raise :class:`EnvNotResetError` naming ``what`` unless an episode was started.
+
+        Raises:
+            EnvNotResetError: Before the first :meth:`reset`.
+        """
+        if self.sim is None:
+            raise EnvNotResetError(
+                f"{what} called before reset(); call env.reset(seed=...) to start an episode first"
+            )
+
     @property
     def done(self) -> bool:
         """Every job finished or the simulation horizon was reached."""
         assert self.sim is not None
         return self.sim.done
+
+    @property
+    def unfinished_jobs(self) -> int:
+        """Jobs of the episode's workload that have not finished (arrived or not)."""
+        return int(self.J - self._n_done)
 
     @property
     def all_finished(self) -> bool:
@@ -646,7 +673,26 @@ class EnvCore:
         """
         if alloc.size == 0 and not self.any_action and not self._future_arrivals():
             self.stalled = True  # stays set for the rest of the episode
+            self.stall_reason = self.stall_reason or "unplaceable"
         return self.stalled
+
+    def _count_progress(self, offered: bool, moved: bool) -> None:
+        """Count decision steps without progress; stall after ``EnvSettings.stall_steps``.
+
+        Args:
+            offered: Some agent had a legal action at the step's start.
+            moved: A job was placed, or the round's time advanced with jobs running.
+        """
+        if moved:
+            self.no_progress_steps = 0
+            return
+        if not offered:  # nothing to do: waiting for an arrival is not the policy's stall
+            return
+        self.no_progress_steps += 1
+        lim = self.cfg.stall_steps
+        if lim is not None and self.no_progress_steps >= lim and not self.stalled:
+            self.stalled = True
+            self.stall_reason = "no_progress"
 
     def end_decision(self, placed_any: bool, stats: StepStats) -> None:
         """Close a decision step: advance the round if it is over (see the module docstring).
@@ -656,6 +702,9 @@ class EnvCore:
             stats: Where the step's counts and reward parts accumulate.
         """
         self.decision_step += 1
+        # Without a placement or eviction the masks are those the agents saw.
+        offered = placed_any or self.any_action
+        moved = stats.placed > 0
         if (
             not placed_any
             or not self.any_action
@@ -665,11 +714,13 @@ class EnvCore:
             # (the same boundaries as one round followed by _skip_idle, in one engine call).
             jump = self.cfg.skip_idle and not self.any_action
             alloc = self.round_allocation()
+            moved = moved or alloc.size > 0
             if self._stalls(alloc):
                 return
             self._advance(alloc, stats, trusted=True, jump=jump)
             if self.cfg.skip_idle:
                 self._skip_idle(stats)
+        self._count_progress(offered, moved)
         if self.done:
             self._finish(stats)
 
@@ -683,7 +734,9 @@ class EnvCore:
         Raises:
             hetsched.sim.errors.AllocationError: If ``alloc`` is invalid.
         """
+        offered = self.any_action
         self._advance(alloc, stats, trusted=False, jump=False)
+        self._count_progress(offered, alloc.size > 0)
         if self.cfg.skip_idle:
             self._skip_idle(stats)
         if self.done:

@@ -78,6 +78,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from hetsched.sim import tracecache
 from hetsched.sim.catalog import GPU_TYPE_NAMES, canonical_gpu_type
 from hetsched.sim.cluster import Cluster
 from hetsched.sim.errors import HetschedError, TraceError
@@ -202,6 +203,7 @@ def _read_csv(path: Path, required: Sequence[str] = ()) -> _Csv:
         st = Path(path).stat()
     except FileNotFoundError:
         raise TraceError(f"trace file {path} not found") from None
+    tracecache.note_file(str(path), st.st_size, st.st_mtime_ns)
     tab = _read_csv_cached(str(path), st.st_size, st.st_mtime_ns)
     for col in required:
         tab.col(col)
@@ -795,10 +797,25 @@ def _finish(
     cluster: Cluster,
     rng: np.random.Generator,
 ) -> Workload:
-    """Steps 2-9 of the module docstring."""
+    """Steps 2-9 of the module docstring; the selection (steps 2-3) is kept per process for
+    loaders wrapped in :func:`hetsched.sim.tracecache.memoised`."""
     jobs = _sort_and_filter(jobs, o, cluster)
     jobs = _window(jobs, o)
     jobs = _fit_policies(jobs, o, cluster, errors=True)
+    tracecache.record(jobs, o, name, _build)
+    return _build(jobs, o, name=name, throughput=throughput, cluster=cluster, rng=rng)
+
+
+def _build(
+    jobs: _Jobs,
+    o: _Opts,
+    *,
+    name: str,
+    throughput: ThroughputModel,
+    cluster: Cluster,
+    rng: np.random.Generator,
+) -> Workload:
+    """Steps 4-9 of the module docstring, from the selected jobs (the only use of ``rng``)."""
     J = len(jobs)
     if jobs.model is None:
         model = assign_models(
@@ -892,6 +909,7 @@ def _parse_constraint(
 
 
 # ====================================================================== loaders
+@tracecache.memoised
 def csv_trace(
     path: str | Path,
     *,
@@ -1021,6 +1039,7 @@ def csv_trace(
     )
 
 
+@tracecache.memoised
 def philly(
     *,
     throughput: ThroughputModel,
@@ -1148,6 +1167,7 @@ def itp(
     )  # fmt: skip
 
 
+@tracecache.memoised
 def alibaba(
     path: str | Path = "traces/alibaba_v2023/openb_pod_list_gpuspec33.csv",
     *,

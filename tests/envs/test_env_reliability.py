@@ -120,7 +120,7 @@ def test_a_policy_that_always_passes_is_truncated_as_stalled(skip_idle: bool) ->
 def test_central_env_truncates_a_passing_policy() -> None:
     env = _central(stall_steps=5, max_cycles=500)
     env.reset(seed=0)
-    n, done, info = 0, False, {}
+    n, done, info = 0, False, dict[str, Any]()
     while not done:
         _, _, term, trunc, info = env.step(0)
         done, n = term or trunc, n + 1

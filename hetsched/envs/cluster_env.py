@@ -425,8 +425,8 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         Mk = self.core.ma.mask.copy()  # the agents' own copy: writing into it leaves the env alone
         self._obs = O
         return {
-            a: {"observation": O[i], "action_mask": Mk[i]}
-            for i, a in enumerate(self.possible_agents)
+            a: {"observation": o, "action_mask": m}
+            for a, o, m in zip(self.possible_agents, O, Mk, strict=True)
         }
 
     def _infos(
@@ -449,18 +449,17 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         team["stalled"] = float(core.stalled)
         team["unfinished_jobs"] = float(core.unfinished_jobs)
         team["no_progress_steps"] = float(core.no_progress_steps)
-        legal = mask.sum(axis=1, dtype=np.float64).tolist()
-        if res is None:
-            inv = conf = gr = [0.0] * len(legal)
-        else:
-            inv = res.invalid.astype(np.float64).tolist()
-            conf = (res.conflict | res.gang_failed).astype(np.float64).tolist()
-            gr = res.granted.astype(np.float64).tolist()
+        N = mask.shape[0]
+        # The agents' own entries, one row each: invalid, conflict, placed, legal actions.
+        own = np.zeros((4, N))
+        if res is not None:
+            own[0] = res.invalid
+            own[1] = res.conflict | res.gang_failed
+            own[2] = res.granted
+        own[3] = mask.sum(axis=1)
         # Per agent, a copy of the team values with the agent's own entries written in place.
         out: dict[str, dict[str, Any]] = {}
-        for a, i_, c_, g_, n_, m_ in zip(
-            self.possible_agents, inv, conf, gr, legal, mask, strict=True
-        ):
+        for a, (i_, c_, g_, n_), m_ in zip(self.possible_agents, own.T.tolist(), mask, strict=True):
             d = team.copy()
             d["invalid_action"] = i_
             d["conflict"] = c_

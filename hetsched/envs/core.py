@@ -202,6 +202,7 @@ class EnvCore:
         self.tm = throughput
         self.cfg = settings
         self.N = cluster.num_nodes
+        self._arange_n = np.arange(self.N)
         self.K = settings.window
         self.features = FeatureBuilder(
             cluster,
@@ -324,9 +325,21 @@ class EnvCore:
         cur = sim.current
         N = self.N
         self._cur = cur
-        self.free_g = cl.node_gpus - cur.used_gpus_per_node(N)
-        self.free_c = cl.node_cpus - cur.used_cpus_per_node(N)
-        self.free_m = cl.node_mem - cur.used_mem_per_node(N)
+        self._round_alloc: Allocation | None = cur
+        if cur.size == 0:
+            self.free_g = np.array(cl.node_gpus, dtype=np.int64)
+            self.free_c = np.array(cl.node_cpus, dtype=np.float64)
+            self.free_m = np.array(cl.node_mem, dtype=np.float64)
+        elif int(cur.share.max()) < 0:  # no space sharing (always so for the env's entries)
+            node = cur.node
+            used_g = np.bincount(node, weights=cur.gpus, minlength=N)
+            self.free_g = cl.node_gpus - used_g.astype(np.int64)
+            self.free_c = cl.node_cpus - np.bincount(node, weights=cur.cpus, minlength=N)
+            self.free_m = cl.node_mem - np.bincount(node, weights=cur.mem, minlength=N)
+        else:
+            self.free_g = cl.node_gpus - cur.used_gpus_per_node(N)
+            self.free_c = cl.node_cpus - cur.used_cpus_per_node(N)
+            self.free_m = cl.node_mem - cur.used_mem_per_node(N)
         if self.failures is not None:
             up = sim.node_up
             self.node_up[:] = up
@@ -425,6 +438,7 @@ class EnvCore:
         self.free_m[nodes] -= mem
         share = np.full(jobs.shape[0], -1, dtype=np.int64)
         self._new.append(Allocation._of_arrays(jobs, nodes, gpus, cpus, mem, share))
+        self._round_alloc = None
         self._count[nodes] += 1  # distinct nodes: no repeated index
         self._placed[jobs] = True
         self._n_new_jobs += len(set(jobs.tolist()))  # distinct jobs (a gang repeats its job)
@@ -533,6 +547,7 @@ class EnvCore:
         cur = self._cur
         gone = cur.select(drop)
         self._cur = cur.select(~drop)
+        self._round_alloc = None
         self._evict_map = None
         N = self.N
         self.free_g += np.bincount(gone.node, weights=gone.gpus, minlength=N).astype(np.int64)
@@ -596,8 +611,12 @@ class EnvCore:
         return self._any_legal
 
     def round_allocation(self) -> Allocation:
-        """Running jobs plus everything placed so far this round."""
-        return Allocation.concat([self._cur, *self._new]) if self._new else self._cur
+        """Running jobs plus everything placed so far this round (built once per change)."""
+        a = self._round_alloc
+        if a is None:
+            a = Allocation.concat([self._cur, *self._new]) if self._new else self._cur
+            self._round_alloc = a
+        return a
 
     def _future_arrivals(self) -> bool:
         """A job still arrives, or a down node comes back (so waiting jobs may run later)."""
@@ -824,9 +843,9 @@ class EnvCore:
         self.take_pending_stats(stats)
         res, placed = self.resolve_claims(actions)
         stats.placed = placed
-        stats.invalid = int(res.invalid.sum())
-        stats.conflicts = int(res.conflict.sum())
-        stats.gang_failed = int(res.gang_failed.sum())
+        stats.invalid = int(np.count_nonzero(res.invalid))
+        stats.conflicts = int(np.count_nonzero(res.conflict))
+        stats.gang_failed = int(np.count_nonzero(res.gang_failed))
         stats.evicted = res.evicted_jobs
         self.end_decision(placed > 0 or res.evicted_jobs > 0, stats)
         return res, stats
@@ -847,19 +866,17 @@ class EnvCore:
         a = np.asarray(actions, dtype=np.int64)
         in_range = (a >= 0) & (a < self.n_actions)
         a_safe = np.where(in_range, a, 0)
-        legal = in_range & (self.ma.mask[np.arange(N), a_safe] == 1)
+        legal = in_range & (self.ma.mask[self._arange_n, a_safe] == 1)
+        flags = np.zeros((4, N), dtype=bool)  # one allocation for the four outcome rows
         res = ClaimResult(
-            invalid=~legal,
-            granted=np.zeros(N, dtype=bool),
-            conflict=np.zeros(N, dtype=bool),
-            gang_failed=np.zeros(N, dtype=bool),
-            evicted=np.zeros(N, dtype=bool),
-        )
+            invalid=~legal, granted=flags[0], conflict=flags[1], gang_failed=flags[2],
+            evicted=flags[3],
+        )  # fmt: skip
         claim = legal & (a_safe > 0) & (a_safe < self.n_place)
         placed = self._claims(claim, a_safe, res) if claim.any() else 0
         ev = legal & (a_safe >= self.n_place)
         if ev.any():
-            agents = np.flatnonzero(ev)
+            agents = ev.nonzero()[0]
             res.evicted_jobs = self._evict(agents, a_safe[agents] - self.n_place)
             res.evicted[agents] = True
         if placed or res.evicted_jobs:
@@ -871,7 +888,7 @@ class EnvCore:
         returns the number of jobs placed (the caller refreshes the masks)."""
         assert self.jt is not None
         N = self.N
-        agents = np.flatnonzero(claim)
+        agents = claim.nonzero()[0]
         a_claim = a_safe[agents]
         ks, lgs, lcs, lms = self.codec.decode_legal(a_claim)
         jt, ma = self.jt, self.ma
@@ -880,7 +897,7 @@ class EnvCore:
         # 1) Jobs with at least one claimant that hosts them alone: one winner per job.
         single = ma.single.reshape(N, -1)[agents, a_claim - 1]  # same flat order as the codec
         placed = 0
-        si = np.flatnonzero(single)
+        si = single.nonzero()[0]
         won = np.zeros(self.K, dtype=bool)
         if si.size:
             rule = self.cfg.conflict_rule

@@ -5,8 +5,9 @@ For each preset of ``conf/workload`` the worker builds the multi-agent env on ``
 (default ``sia_64``; the preset's defaults, i.e. 48 jobs for ``philly`` as the env's own
 default), resets it once (the first reset may read and parse the trace), then times
 ``--resets`` more resets with new seeds and reports the median and the largest wall time and
-the median CPU time per reset. A preset that cannot be built with its defaults (``csv`` needs a
-path) is listed with its error.
+the median CPU time per reset (on a loaded machine the wall time includes waiting for a core;
+the CPU time does not). A preset that cannot be built with its defaults (``csv`` needs a path)
+is listed with its error.
 
 With ``--base REV`` (a git revision, extracted with ``git archive`` into a temporary
 directory) or ``--base-dir DIR`` (a checkout) the same worker also runs on that code, in a
@@ -33,6 +34,8 @@ import tarfile
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from hetsched.sim.paths import SHARED_DATA_ENV, shared_data_root
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -79,8 +82,9 @@ def presets() -> list[str]:
 
 
 def run_worker(tree: Path, cluster: str, resets: int, names: list[str]) -> dict[str, Any]:
-    """The worker's figures for ``names`` with the code of ``tree``."""
-    env = {**os.environ, "PYTHONPATH": str(tree)}
+    """The worker's figures for ``names`` with the code of ``tree`` (and this tree's shared data,
+    so that an extracted revision finds the raw traces too)."""
+    env = {SHARED_DATA_ENV: str(shared_data_root()), **os.environ, "PYTHONPATH": str(tree)}
     cmd = [sys.executable, "-c", WORKER, cluster, str(resets), *names]
     out = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, check=False)
     if out.returncode:
@@ -152,9 +156,12 @@ def main() -> None:
                 bm = statistics.median(b[n]["reset_ms_median"] for b, _ in pairs)
                 wm = statistics.median(w[n]["reset_ms_median"] for _, w in pairs)
                 wx = max(w[n]["reset_ms_max"] for _, w in pairs)
+                bc = statistics.median(b[n]["reset_cpu_ms_median"] for b, _ in pairs)
+                wc = statistics.median(w[n]["reset_cpu_ms_median"] for _, w in pairs)
                 print(
-                    f"{n}: base {bm:.1f} ms, working tree {wm:.1f} ms (max {wx:.1f}) per reset; "
-                    f"pair ratios {min(rs):.2f}-{max(rs):.2f}x, median {ratios[n]:.2f}x"
+                    f"{n}: base {bm:.1f} ms (CPU {bc:.1f}), working tree {wm:.1f} ms (CPU "
+                    f"{wc:.1f}, max wall {wx:.1f}) per reset; pair ratios "
+                    f"{min(rs):.2f}-{max(rs):.2f}x, median {ratios[n]:.2f}x"
                 )
             report["ratio_median"] = ratios
     report["load_avg_1m_end"] = os.getloadavg()[0]

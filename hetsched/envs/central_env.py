@@ -69,7 +69,7 @@ class ClusterCentralEnv(gymnasium.Env[NDArray[np.float32], np.int64]):
 
     **Version history.** ``hetsched/ClusterCentral-v0`` (hetsched 0.1.0): first release; the
     same later changes as ``hetsched/Cluster-v0`` (speed-ups; stall detection with
-    ``skip_idle=False``; the optional progress shaping term and the ``"sjf"`` and ``"typed"``
+    ``skip_idle=False``; the ``stall_steps`` detector and its info keys; the optional progress shaping term and the ``"sjf"`` and ``"typed"``
     window orders, all off by default), none of which changes spaces, dynamics or default
     rewards.
 

@@ -158,6 +158,9 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
     ``window_order="typed"`` (each GPU type's shortest jobs on that type, in turn).
     The info key ``evicted_jobs`` (always 0 here) came with ``hetsched/ClusterPreempt-v0``
     (2026-11-26), this env with ``preemptive=True``, whose first version is its ``-v0``.
+    The stall detector (``stall_steps``) truncates only episodes that made no progress for that
+    many steps (before, they ran to ``max_cycles``), with the info keys ``unfinished_jobs`` and
+    ``no_progress_steps``.
     The suffix is bumped whenever spaces, dynamics or rewards change (saved agents depend on
     them: MAIFS checkpoints record the env id and observation layout and refuse a mismatch).
 

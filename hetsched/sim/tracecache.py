@@ -13,7 +13,8 @@ pipeline); later calls with equal arguments skip straight to the build step with
 those jobs and the new ``rng``. The build step is the same code on both paths and draws the
 same numbers from ``rng``, so a cached call returns exactly the workload an uncached one would.
 
-* Keys: the loader, its arguments (lists, tuples and mappings compared by value), and the
+* Keys: the loader, its arguments (lists, tuples and mappings compared by value), the working
+  directory and ``$HETSCHED_SHARED_DATA`` (against which paths resolve), and the
   ``throughput`` and ``cluster`` objects by identity (the entry keeps them alive, so an
   identity is never reused while cached). ``rng`` is not part of the key. A call whose
   arguments cannot be compared by value (an unknown object) is not cached.
@@ -22,20 +23,26 @@ same numbers from ``rng``, so a cached call returns exactly the workload an unca
 * Sharing: the cached jobs' arrays are read-only and every hit gets its own copy, so a
   workload's arrays can be written without touching the cache or other workloads.
 * Size: the :data:`MAX_ENTRIES` most recently used entries; :func:`clear` empties it.
+
+:func:`memoised_fixed` wraps a loader that does not use ``rng`` at all (e.g.
+:func:`hetsched.sim.traces.sia_workload`): its whole workload is kept, and each call gets a copy.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field, fields, is_dataclass, replace
+from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import PurePath
 from typing import Any, TypeVar
 
 import numpy as np
+
+from hetsched.sim.paths import SHARED_DATA_ENV
 
 #: Cached selections kept per process (least recently used dropped first).
 MAX_ENTRIES = 16
@@ -90,9 +97,13 @@ def _freeze(v: Any) -> Any:
 
 
 def _copy_arrays(obj: Any) -> Any:
-    """``obj`` (a dataclass) with every array field copied (writable copies)."""
-    kw = {f.name: getattr(obj, f.name) for f in fields(obj)}
-    return replace(obj, **{k: v.copy() for k, v in kw.items() if isinstance(v, np.ndarray)})
+    """A shallow copy of ``obj`` (a dataclass) with every array field copied (writable)."""
+    out = copy.copy(obj)
+    for f in fields(obj):
+        v = getattr(obj, f.name)
+        if isinstance(v, np.ndarray):
+            setattr(out, f.name, v.copy())
+    return out
 
 
 def _frozen(obj: Any) -> Any:
@@ -103,6 +114,12 @@ def _frozen(obj: Any) -> Any:
         if isinstance(v, np.ndarray):
             v.setflags(write=False)
     return out
+
+
+def _where() -> tuple[str, str]:
+    """What relative and shared-data paths resolve against: the working directory and
+    ``$HETSCHED_SHARED_DATA``."""
+    return os.getcwd(), os.environ.get(SHARED_DATA_ENV, "")
 
 
 def _files_unchanged(files: tuple[tuple[str, int, int], ...]) -> bool:
@@ -140,20 +157,31 @@ def record(jobs: Any, opts: Any, name: str, build: Callable[..., Any]) -> None:
 def memoised(loader: F) -> F:
     """Wrap a trace loader ``loader(*args, throughput=, cluster=, rng=, **kw)`` (see the module
     docstring)."""
+    return _memo(loader, fixed=False)
 
+
+def memoised_fixed(loader: F) -> F:
+    """Wrap a loader whose workload does not depend on ``rng`` (the files fix everything): the
+    whole workload is kept, and every later call with equal arguments gets a copy of it."""
+    return _memo(loader, fixed=True)
+
+
+def _memo(loader: F, *, fixed: bool) -> F:
     @functools.wraps(loader)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         tm, cl, rng = kwargs.get("throughput"), kwargs.get("cluster"), kwargs.get("rng")
         rest = {k: v for k, v in kwargs.items() if k not in ("throughput", "cluster", "rng")}
         try:
             key = (loader.__module__, loader.__qualname__, id(tm), id(cl), _freeze(args),
-                   _freeze(rest))  # fmt: skip
+                   _freeze(rest), _where())  # fmt: skip
         except _UnkeyableError:
             return loader(*args, **kwargs)
         hit = _CACHE.get(key)
         if hit is not None and _files_unchanged(hit.files):
             _CACHE.move_to_end(key)
             stats["hits"] += 1
+            if fixed:
+                return _copy_arrays(hit.jobs)
             return hit.build(
                 _copy_arrays(hit.jobs), hit.opts, name=hit.name, throughput=tm, cluster=cl,
                 rng=rng,
@@ -165,6 +193,8 @@ def memoised(loader: F) -> F:
         finally:
             _ACTIVE.reset(token)
         stats["misses"] += 1
+        if fixed and is_dataclass(out):
+            rec.jobs, rec.build = _frozen(out), _copy_arrays
         if rec.build is not None:
             _CACHE[key] = _Entry(tuple(rec.files), (tm, cl), rec.jobs, rec.opts, rec.name,
                                  rec.build)  # fmt: skip

@@ -1371,6 +1371,7 @@ def alibaba(
 
 
 # ====================================================================== Sia / Pollux workloads
+@tracecache.memoised_fixed
 def sia_workload(
     path: str | Path,
     *,

@@ -104,3 +104,42 @@ def test_arguments_that_cannot_be_compared_are_not_cached() -> None:
     loader(object(), throughput=None, cluster=None, rng=None)
     loader(object(), throughput=None, cluster=None, rng=None)
     assert len(calls) == 2
+
+
+def test_fixed_workloads_are_copied_from_the_cache() -> None:
+    # The Sia/Pollux loader does not use rng: its whole workload is kept; each call gets a copy.
+    cl = resolve_cluster("sia_64")
+    tracecache.clear()
+    first = traces.pollux_philly(
+        throughput=TM, cluster=cl, rng=np.random.default_rng(0), max_gpus_policy="cap"
+    )
+    hits = tracecache.stats["hits"]
+    first.work[:] = 1.0  # the caller's own arrays
+    again = traces.pollux_philly(
+        throughput=TM, cluster=cl, rng=np.random.default_rng(5), max_gpus_policy="cap"
+    )
+    assert tracecache.stats["hits"] == hits + 1
+    tracecache.clear()
+    _same(
+        again,
+        traces.pollux_philly(
+            throughput=TM, cluster=cl, rng=np.random.default_rng(0), max_gpus_policy="cap"
+        ),
+    )
+
+
+def test_relative_paths_resolve_in_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cl = resolve_cluster("sia_64")
+    for sub, n in (("a", 3), ("b", 5)):
+        (tmp_path / sub).mkdir()
+        rows = ["job_id,submission_time,duration,num_gpu"] + [f"j{i},{i},600,1" for i in range(n)]
+        (tmp_path / sub / "t.csv").write_text("\n".join(rows) + "\n")
+    tracecache.clear()
+    sizes = []
+    for sub in ("a", "b"):
+        monkeypatch.chdir(tmp_path / sub)
+        wl = traces.csv_trace("t.csv", throughput=TM, cluster=cl, rng=np.random.default_rng(0))
+        sizes.append(wl.num_jobs)
+    assert sizes == [3, 5]  # the same argument, another file: not a cache hit

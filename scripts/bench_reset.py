@@ -12,8 +12,9 @@ is listed with its error.
 With ``--base REV`` (a git revision, extracted with ``git archive`` into a temporary
 directory) or ``--base-dir DIR`` (a checkout) the same worker also runs on that code, in a
 separate process, alternating with the working tree for ``--pairs`` rounds, and the script
-prints per preset the ratio base / working tree of the median reset times of each pair (the
-median over the pairs): a shared machine's drift hits both sides alike.
+prints per preset the ratio base / working tree of the median CPU times per reset of each pair
+(the median over the pairs; CPU time, because waiting for a core on a loaded machine inflates
+the wall time of either side at random), next to the wall times.
 
 Usage::
 
@@ -151,7 +152,7 @@ def main() -> None:
                 if any("error" in b[n] or "error" in w[n] for b, w in pairs):
                     print(f"{n}: base {_fmt(pairs[0][0][n])}; work {_fmt(pairs[0][1][n])}")
                     continue
-                rs = [b[n]["reset_ms_median"] / w[n]["reset_ms_median"] for b, w in pairs]
+                rs = [b[n]["reset_cpu_ms_median"] / w[n]["reset_cpu_ms_median"] for b, w in pairs]
                 ratios[n] = statistics.median(rs)
                 bm = statistics.median(b[n]["reset_ms_median"] for b, _ in pairs)
                 wm = statistics.median(w[n]["reset_ms_median"] for _, w in pairs)
@@ -159,8 +160,8 @@ def main() -> None:
                 bc = statistics.median(b[n]["reset_cpu_ms_median"] for b, _ in pairs)
                 wc = statistics.median(w[n]["reset_cpu_ms_median"] for _, w in pairs)
                 print(
-                    f"{n}: base {bm:.1f} ms (CPU {bc:.1f}), working tree {wm:.1f} ms (CPU "
-                    f"{wc:.1f}, max wall {wx:.1f}) per reset; pair ratios "
+                    f"{n}: base CPU {bc:.1f} ms (wall {bm:.1f}), working tree CPU {wc:.1f} ms "
+                    f"(wall {wm:.1f}, max {wx:.1f}) per reset; CPU pair ratios "
                     f"{min(rs):.2f}-{max(rs):.2f}x, median {ratios[n]:.2f}x"
                 )
             report["ratio_median"] = ratios

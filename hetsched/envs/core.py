@@ -44,6 +44,13 @@ its window order (it may be placed again this round). A step that evicts counts 
 the round goes on; while an eviction is legal a round is shown to the agents even if no
 placement is.
 
+**Stalls.** An episode is ``stalled`` (the envs truncate it) when waiting jobs can never be
+placed (nothing runs, nothing fits, no arrival or repair is to come), or after
+``EnvSettings.stall_steps`` consecutive decision steps without progress: some agent had a legal
+action, yet no job was placed and the round's time advanced with nothing running
+(:attr:`EnvCore.stall_reason` says which). Methods that need an episode raise
+:class:`EnvNotResetError` before the first :meth:`EnvCore.reset`.
+
 **Reward** (team): see :class:`~hetsched.envs.spaces.RewardWeights`. The jobs term integrates
 the number of arrived, unfinished jobs over simulated time (``RoundRecord.jobs_in_system_s`` plus
 the time between a job's arrival and its admission at the next round boundary), so with weight

@@ -230,6 +230,7 @@ class EnvCore:
         self.wl: Workload | None = None
         self.jt: JobTable | None = None
         self.last_alloc = Allocation.empty()
+        self._round_alloc: Allocation | None = None  # round_allocation(), built once per change
         self.stalled = False
         #: Why the episode stalled: ``"unplaceable"`` (waiting jobs can never be placed),
         #: ``"no_progress"`` (``EnvSettings.stall_steps`` steps without progress) or "".
@@ -332,7 +333,7 @@ class EnvCore:
         cur = sim.current
         N = self.N
         self._cur = cur
-        self._round_alloc: Allocation | None = cur
+        self._round_alloc = cur
         if cur.size == 0:
             self.free_g = np.array(cl.node_gpus, dtype=np.int64)
             self.free_c = np.array(cl.node_cpus, dtype=np.float64)

@@ -15,6 +15,8 @@ numpy reference path ran; ``--numpy`` forces the numpy path (``HETSCHED_NUMBA=0`
 
 ``*_per_cpu_s`` figures divide by this process's CPU time instead of wall time (robust to other
 load on a shared machine); episode resets (which draw a new workload) are not counted as steps.
+Each measurement starts after ``WARMUP_STEPS`` untimed steps of its own env (compiling the
+kernels on first use, or loading them from numba's cache, is not counted either).
 
 The workload is the ``philly`` preset (``--jobs`` jobs) when it exists, else the synthetic
 workload of :mod:`hetsched.envs.testing`. Episodes restart when they end.
@@ -99,6 +101,7 @@ def breakdown(cluster: str, steps: int, jobs: int, seed: int = 0) -> dict[str, f
 
     from hetsched.envs.cluster_env import ClusterParallelEnv as Env
 
+    bench_parallel(cluster, 1, jobs, seed)  # compile or load the kernels before timing
     acc: dict[str, float] = {}
     calls: dict[str, int] = {}
     in_reset = [False]  # episode resets (a new workload, per-episode tables) are not counted
@@ -129,7 +132,7 @@ def breakdown(cluster: str, steps: int, jobs: int, seed: int = 0) -> dict[str, f
 
         setattr(cls, meth, timed)
     try:
-        bench_parallel(cluster, steps, jobs, seed)
+        bench_parallel(cluster, steps, jobs, seed, warmup=0)
     finally:
         for cls, meth, f in originals:
             setattr(cls, meth, f)
@@ -140,10 +143,33 @@ def breakdown(cluster: str, steps: int, jobs: int, seed: int = 0) -> dict[str, f
     return out
 
 
-def bench_parallel(cluster: str, steps: int, jobs: int, seed: int = 0) -> dict[str, float]:
-    """Multi-agent steps per second with a random masked policy."""
+#: Untimed steps before each measurement.
+WARMUP_STEPS = 50
+
+
+def _warm_up(env: Any, rng: np.random.Generator, multi: bool, steps: int = WARMUP_STEPS) -> None:
+    """Take ``steps`` random masked steps (episodes restart when they end)."""
+    for _ in range(steps):
+        if multi:
+            acts = masked_random_actions(env.action_masks(), rng)
+            out = env.step(dict(zip(env.possible_agents, acts.tolist(), strict=True)))
+            ended = out[2][env.possible_agents[0]] or out[3][env.possible_agents[0]]
+        else:
+            out = env.step(int(masked_random_actions(env.action_masks()[None, :], rng)[0]))
+            ended = out[2] or out[3]
+        if ended:
+            env.reset()
+
+
+def bench_parallel(
+    cluster: str, steps: int, jobs: int, seed: int = 0, warmup: int = WARMUP_STEPS
+) -> dict[str, float]:
+    """Multi-agent steps per second with a random masked policy (after ``warmup`` untimed
+    steps)."""
     env = ClusterParallelEnv(cluster, seed=seed, max_cycles=10**9, **workload_args(jobs))
     rng = np.random.default_rng(seed)
+    env.reset(seed=seed)
+    _warm_up(env, rng, multi=True, steps=warmup)
     env.reset(seed=seed)
     timer = _Timed()
     timer.wrap(env)
@@ -186,6 +212,8 @@ def bench_central(cluster: str, steps: int, jobs: int, seed: int = 0) -> dict[st
     """Single-agent steps per second with a random masked policy."""
     env = ClusterCentralEnv(cluster, seed=seed, max_cycles=10**9, **workload_args(jobs))
     rng = np.random.default_rng(seed)
+    env.reset(seed=seed)
+    _warm_up(env, rng, multi=False)
     env.reset(seed=seed)
     n = 0
     reset_wall = reset_cpu = 0.0

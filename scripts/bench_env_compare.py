@@ -1,8 +1,9 @@
 """Compare env speed and behaviour between a git revision and the working tree, in one run.
 
-Checks out ``--base`` (default ``HEAD``) into a temporary git worktree, then alternates
-``scripts/bench_env.py`` runs between that checkout and the working tree (``--pairs`` pairs, so
-drift of a shared machine hits both sides alike) and prints steps per CPU-second of each run,
+Extracts ``--base`` (default ``HEAD``) with ``git archive`` into a temporary directory, then
+alternates runs of this tree's ``scripts/bench_env.py`` (the same driver for both sides) on that
+code and on the working tree's (``--pairs`` pairs, so drift of a shared machine hits both sides
+alike) and prints steps per CPU-second of each run,
 the ratio of each pair and the median ratio. It also computes a behaviour fingerprint on both
 sides: a SHA-256 of the observations, masks, rewards, infos and global states of ``--steps``
 random masked steps of ``hetsched/Cluster-v0`` on ``sia_64`` and ``pai_mixed`` (and of the
@@ -27,6 +28,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 from pathlib import Path
 
@@ -69,6 +71,20 @@ print(h.hexdigest())
 """
 
 
+BENCH = str(ROOT / "scripts" / "bench_env.py")
+
+
+def extract(rev: str, dest: Path) -> Path:
+    """Files of git revision ``rev`` under ``dest / "base"`` (``git archive``; no worktree is
+    registered in the repository)."""
+    tar = dest / "base.tar"
+    with tar.open("wb") as f:
+        subprocess.run(["git", "archive", rev], cwd=ROOT, stdout=f, check=True)
+    with tarfile.open(tar) as t:
+        t.extractall(dest / "base", filter="data")
+    return dest / "base"
+
+
 def _run(tree: Path, args: list[str]) -> str:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     out = subprocess.run(
@@ -78,7 +94,7 @@ def _run(tree: Path, args: list[str]) -> str:
 
 
 def _bench_args(cluster: str, steps: int) -> list[str]:
-    return ["scripts/bench_env.py", "--clusters", cluster, "--steps", str(steps)]
+    return [BENCH, "--clusters", cluster, "--steps", str(steps)]
 
 
 def _parse_speed(out: str) -> float:
@@ -139,30 +155,24 @@ def main() -> None:
     )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        base = Path(tmp) / "base"
-        subprocess.run(
-            ["git", "worktree", "add", "--detach", "-q", str(base), args.base], cwd=ROOT, check=True
-        )
-        try:
-            fp = {
-                name: _run(
-                    tree, ["-c", FINGERPRINT, str(args.fingerprint_steps), *args.ignore_info]
-                ).strip()
-                for name, tree in (("base", base), ("work", ROOT))
-            }
-            ratios, b_all, w_all = [], [], []
-            for i in range(args.pairs):
-                if args.concurrent:
-                    b, w = _speed_concurrent([base, ROOT], args.cluster, args.steps)
-                else:
-                    b = _speed(base, args.cluster, args.steps)
-                    w = _speed(ROOT, args.cluster, args.steps)
-                b_all.append(b)
-                w_all.append(w)
-                ratios.append(w / b)
-                print(f"pair {i + 1}: base {b:.0f}, working tree {w:.0f} steps/CPU-s, {w / b:.2f}x")
-        finally:
-            subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT)
+        base = extract(args.base, Path(tmp))
+        fp = {
+            name: _run(
+                tree, ["-c", FINGERPRINT, str(args.fingerprint_steps), *args.ignore_info]
+            ).strip()
+            for name, tree in (("base", base), ("work", ROOT))
+        }
+        ratios, b_all, w_all = [], [], []
+        for i in range(args.pairs):
+            if args.concurrent:
+                b, w = _speed_concurrent([base, ROOT], args.cluster, args.steps)
+            else:
+                b = _speed(base, args.cluster, args.steps)
+                w = _speed(ROOT, args.cluster, args.steps)
+            b_all.append(b)
+            w_all.append(w)
+            ratios.append(w / b)
+            print(f"pair {i + 1}: base {b:.0f}, working tree {w:.0f} steps/CPU-s, {w / b:.2f}x")
     print(
         f"{args.cluster}: base {args.base} {min(b_all):.0f}-{max(b_all):.0f}, working tree "
         f"{min(w_all):.0f}-{max(w_all):.0f} steps per CPU-second; pair ratios "

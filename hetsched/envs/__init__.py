@@ -32,6 +32,7 @@ from hetsched.envs.cluster_env import (
     preempt_parallel_env,
     raw_env,
 )
+from hetsched.envs.core import EnvNotResetError
 from hetsched.envs.spaces import ActionCodec, EnvSettings, LevelSets, RewardWeights
 
 #: Multi-agent (PettingZoo parallel) env ids (the table is ``hetsched.PARALLEL_ENTRY_POINTS``).
@@ -69,6 +70,7 @@ __all__ = [
     "ActionCodec",
     "ClusterCentralEnv",
     "ClusterParallelEnv",
+    "EnvNotResetError",
     "EnvSettings",
     "LevelSets",
     "RewardWeights",

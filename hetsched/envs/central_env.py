@@ -62,11 +62,14 @@ class ClusterCentralEnv(gymnasium.Env[NDArray[np.float32], np.int64]):
     more fits, or after ``max_decisions_per_round`` placements (as in the multi-agent env).
     **Reward:** the same named components (:class:`~hetsched.envs.spaces.RewardWeights`),
     each in ``info``. **Episode end:** terminated when every job has finished; truncated after
-    ``max_cycles`` steps (>= 2), at ``max_time_s`` or when waiting jobs can never be placed.
+    ``max_cycles`` steps (>= 2), at ``max_time_s`` or when stalled (waiting jobs can never be
+    placed, or ``stall_steps`` steps without progress; ``info["unfinished_jobs"]`` counts the
+    jobs not finished). :meth:`step`, :meth:`step_allocation` and :meth:`action_masks` before
+    the first :meth:`reset` raise :class:`~hetsched.envs.core.EnvNotResetError`.
 
     **Version history.** ``hetsched/ClusterCentral-v0`` (hetsched 0.1.0): first release; the
     same later changes as ``hetsched/Cluster-v0`` (speed-ups; stall detection with
-    ``skip_idle=False``; the optional progress shaping term and the ``"sjf"`` and ``"typed"``
+    ``skip_idle=False``; the ``stall_steps`` detector and its info keys; the optional progress shaping term and the ``"sjf"`` and ``"typed"``
     window orders, all off by default), none of which changes spaces, dynamics or default
     rewards.
 
@@ -101,6 +104,7 @@ class ClusterCentralEnv(gymnasium.Env[NDArray[np.float32], np.int64]):
         render_mode: str | None = None,
         failures: FailureSpec | Mapping[str, Any] | None = None,
         preemptive: bool = False,
+        stall_steps: int | None = EnvSettings.stall_steps,
     ) -> None:
         if preemptive:
             raise ValueError(
@@ -126,6 +130,7 @@ class ClusterCentralEnv(gymnasium.Env[NDArray[np.float32], np.int64]):
             conflict_rule=conflict_rule,
             max_time_s=max_time_s,
             validate_allocations=validate_allocations,
+            stall_steps=stall_steps,
         )
         tm = resolve_throughput(throughput)
         cl = resolve_cluster(cluster)
@@ -164,8 +169,13 @@ class ClusterCentralEnv(gymnasium.Env[NDArray[np.float32], np.int64]):
     def step(
         self, action: Any
     ) -> tuple[NDArray[np.float32], SupportsFloat, bool, bool, dict[str, Any]]:
-        """Place one job (or pass); see the class docstring."""
+        """Place one job (or pass); see the class docstring.
+
+        Raises:
+            EnvNotResetError: Before the first :meth:`reset`.
+        """
         core = self.core
+        core.require_episode("ClusterCentralEnv.step()")
         stats = StepStats()
         core.take_pending_stats(stats)
         try:
@@ -190,6 +200,7 @@ class ClusterCentralEnv(gymnasium.Env[NDArray[np.float32], np.int64]):
         self, alloc: Allocation
     ) -> tuple[NDArray[np.float32], SupportsFloat, bool, bool, dict[str, Any]]:
         """The allocation action (see :meth:`ClusterParallelEnv.step_allocation`)."""
+        self.core.require_episode("ClusterCentralEnv.step_allocation()")
         stats = StepStats()
         self.core.take_pending_stats(stats)
         self.core.apply_allocation(alloc, stats)
@@ -248,12 +259,15 @@ class ClusterCentralEnv(gymnasium.Env[NDArray[np.float32], np.int64]):
             "sim_time_s": float(core.sim.time),
             "decision_step": float(core.decision_step),
             "stalled": float(core.stalled),
+            "unfinished_jobs": float(core.unfinished_jobs),
+            "no_progress_steps": float(core.no_progress_steps),
             "action_mask": self._mask.copy(),
         }
         return {k: info[k] for k in INFO_KEYS}
 
     def action_masks(self) -> NDArray[np.bool_]:
-        """Legal actions now (bool, shape (A,)), for sb3-contrib ``MaskablePPO``."""
+        """Legal actions now (bool, shape (A,), a copy), for sb3-contrib ``MaskablePPO``."""
+        self.core.require_episode("ClusterCentralEnv.action_masks()")
         return self._mask.astype(bool)
 
     def render(self) -> str | NDArray[np.uint8] | None:  # type: ignore[override]

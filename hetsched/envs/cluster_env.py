@@ -55,6 +55,8 @@ INFO_KEYS: tuple[str, ...] = (
     "sim_time_s",
     "decision_step",
     "stalled",
+    "unfinished_jobs",
+    "no_progress_steps",
     "action_mask",
 )
 
@@ -118,8 +120,16 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
     reward_conflict + reward_invalid + reward_progress``
     (:class:`~hetsched.envs.spaces.RewardWeights`; the progress shaping term is off by default),
     each component in the infos. **Episode end:** terminated when every job has finished; truncated
-    after ``max_cycles`` steps (never after step 1), at ``max_time_s``, or when waiting jobs can
-    never be placed (``stalled``).
+    after ``max_cycles`` steps (never after step 1), at ``max_time_s``, or ``stalled``: when
+    waiting jobs can never be placed, or after ``stall_steps`` consecutive decision steps
+    without progress (a legal action was offered, yet nothing was placed and time advanced with
+    nothing running). ``infos[a]["unfinished_jobs"]`` counts the jobs not finished and
+    ``infos[a]["no_progress_steps"]`` the current run of steps without progress.
+
+    **Masks** handed out (``obs[a]["action_mask"]``, ``infos[a]["action_mask"]``,
+    :meth:`action_masks`) are copies: writing into them does not change the env. Calling
+    :meth:`step`, :meth:`step_allocation`, :meth:`state` or :meth:`action_masks` before the
+    first :meth:`reset` raises :class:`~hetsched.envs.core.EnvNotResetError`.
 
     **Version history.** ``hetsched/Cluster-v0`` (hetsched 0.1.0): first release. Later
     changes were speed-ups and one fix that keep the spaces, dynamics and rewards: a stall is
@@ -130,6 +140,9 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
     ``window_order="typed"`` (each GPU type's shortest jobs on that type, in turn).
     The info key ``evicted_jobs`` (always 0 here) came with ``hetsched/ClusterPreempt-v0``
     (2026-11-26), this env with ``preemptive=True``, whose first version is its ``-v0``.
+    The stall detector (``stall_steps``) truncates only episodes that made no progress for that
+    many steps (before, they ran to ``max_cycles``), with the info keys ``unfinished_jobs`` and
+    ``no_progress_steps``.
     The suffix is bumped whenever spaces, dynamics or rewards change (saved agents depend on
     them: MAIFS checkpoints record the env id and observation layout and refuse a mismatch).
 
@@ -163,6 +176,8 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
             builds the env with ``preemptive=True``.
         evict_max: With eviction actions, the most times one job may be evicted per episode
             (None: no limit).
+        stall_steps: Decision steps without progress after which the episode is truncated
+            as stalled (None: never; see :class:`~hetsched.envs.spaces.EnvSettings`).
     """
 
     metadata: dict[str, Any] = {
@@ -197,6 +212,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         failures: FailureSpec | Mapping[str, Any] | None = None,
         preemptive: bool = False,
         evict_max: int | None = None,
+        stall_steps: int | None = EnvSettings.stall_steps,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
@@ -219,6 +235,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
             validate_allocations=validate_allocations,
             preemptive=preemptive,
             evict_max=evict_max,
+            stall_steps=stall_steps,
         )
         self.max_cycles = self.settings.max_cycles
         tm = resolve_throughput(throughput)
@@ -305,7 +322,12 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         dict[str, bool],
         dict[str, dict[str, Any]],
     ]:
-        """Apply one decision step of every agent (see the class docstring)."""
+        """Apply one decision step of every agent (see the class docstring).
+
+        Raises:
+            EnvNotResetError: Before the first :meth:`reset`.
+        """
+        self.core.require_episode("ClusterParallelEnv.step()")
         if not self.agents:
             return {}, {}, {}, {}, {}
         res, stats = self.core.decision_step_of(self._parse_actions(actions))
@@ -329,7 +351,9 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
 
         Raises:
             hetsched.sim.errors.AllocationError: If the engine rejects ``alloc``.
+            EnvNotResetError: Before the first :meth:`reset`.
         """
+        self.core.require_episode("ClusterParallelEnv.step_allocation()")
         if not self.agents:
             return {}, {}, {}, {}, {}
         stats = StepStats()
@@ -383,18 +407,18 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
 
     def _observe(self) -> dict[str, dict[str, NDArray[Any]]]:
         O = self.core.observations()
-        Mk = self.core.ma.mask
+        Mk = self.core.ma.mask.copy()  # the agents' own copy: writing into it leaves the env alone
         self._obs = O
         return {
-            a: {"observation": O[i], "action_mask": Mk[i]}
-            for i, a in enumerate(self.possible_agents)
+            a: {"observation": o, "action_mask": m}
+            for a, o, m in zip(self.possible_agents, O, Mk, strict=True)
         }
 
     def _infos(
         self, res: ClaimResult | None, stats: StepStats, parts: Mapping[str, float]
     ) -> dict[str, dict[str, Any]]:
         core = self.core
-        mask = core.ma.mask
+        mask = core.ma.mask.copy()  # a copy apart from the observations' one
         assert core.sim is not None
         team: dict[str, Any] = dict.fromkeys(INFO_KEYS, 0.0)  # fixes the key order
         team.update(parts)
@@ -408,18 +432,19 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         team["sim_time_s"] = float(core.sim.time)
         team["decision_step"] = float(core.decision_step)
         team["stalled"] = float(core.stalled)
-        legal = mask.sum(axis=1, dtype=np.float64).tolist()
-        if res is None:
-            inv = conf = gr = [0.0] * len(legal)
-        else:
-            inv = res.invalid.astype(np.float64).tolist()
-            conf = (res.conflict | res.gang_failed).astype(np.float64).tolist()
-            gr = res.granted.astype(np.float64).tolist()
+        team["unfinished_jobs"] = float(core.unfinished_jobs)
+        team["no_progress_steps"] = float(core.no_progress_steps)
+        N = mask.shape[0]
+        # The agents' own entries, one row each: invalid, conflict, placed, legal actions.
+        own = np.zeros((4, N))
+        if res is not None:
+            own[0] = res.invalid
+            own[1] = res.conflict | res.gang_failed
+            own[2] = res.granted
+        own[3] = mask.sum(axis=1)
         # Per agent, a copy of the team values with the agent's own entries written in place.
         out: dict[str, dict[str, Any]] = {}
-        for a, i_, c_, g_, n_, m_ in zip(
-            self.possible_agents, inv, conf, gr, legal, mask, strict=True
-        ):
+        for a, (i_, c_, g_, n_), m_ in zip(self.possible_agents, own.T.tolist(), mask, strict=True):
             d = team.copy()
             d["invalid_action"] = i_
             d["conflict"] = c_
@@ -431,11 +456,14 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
 
     def state(self) -> NDArray[np.float32]:
         """Global state for centralised critics (flat float32, in ``state_space``)."""
+        self.core.require_episode("ClusterParallelEnv.state()")
         return self.core.state()
 
     def action_masks(self) -> NDArray[np.int8]:
-        """Legal actions of every agent, shape (N, A), rows in ``possible_agents`` order."""
-        return self.core.ma.mask
+        """Legal actions of every agent, shape (N, A), rows in ``possible_agents`` order (a
+        copy)."""
+        self.core.require_episode("ClusterParallelEnv.action_masks()")
+        return self.core.ma.mask.copy()
 
     def close(self) -> None:
         """Nothing to release."""

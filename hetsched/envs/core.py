@@ -44,6 +44,13 @@ its window order (it may be placed again this round). A step that evicts counts 
 the round goes on; while an eviction is legal a round is shown to the agents even if no
 placement is.
 
+**Stalls.** An episode is ``stalled`` (the envs truncate it) when waiting jobs can never be
+placed (nothing runs, nothing fits, no arrival or repair is to come), or after
+``EnvSettings.stall_steps`` consecutive decision steps without progress: some agent had a legal
+action, yet no job was placed and the round's time advanced with nothing running
+(:attr:`EnvCore.stall_reason` says which). Methods that need an episode raise
+:class:`EnvNotResetError` before the first :meth:`EnvCore.reset`.
+
 **Reward** (team): see :class:`~hetsched.envs.spaces.RewardWeights`. The jobs term integrates
 the number of arrived, unfinished jobs over simulated time (``RoundRecord.jobs_in_system_s`` plus
 the time between a job's arrival and its admission at the next round boundary), so with weight
@@ -71,6 +78,10 @@ from hetsched.sim.workload import Workload
 
 BIG_ROUNDS = 1 << 40
 EPS = 1e-9
+
+
+class EnvNotResetError(RuntimeError):
+    """An env method that needs an episode was called before the first ``reset()``."""
 
 
 class _EnvSimulator(Simulator):
@@ -198,6 +209,7 @@ class EnvCore:
         self.tm = throughput
         self.cfg = settings
         self.N = cluster.num_nodes
+        self._arange_n = np.arange(self.N)
         self.K = settings.window
         self.features = FeatureBuilder(
             cluster,
@@ -218,7 +230,13 @@ class EnvCore:
         self.wl: Workload | None = None
         self.jt: JobTable | None = None
         self.last_alloc = Allocation.empty()
+        self._round_alloc: Allocation | None = None  # round_allocation(), built once per change
         self.stalled = False
+        #: Why the episode stalled: ``"unplaceable"`` (waiting jobs can never be placed),
+        #: ``"no_progress"`` (``EnvSettings.stall_steps`` steps without progress) or "".
+        self.stall_reason = ""
+        #: Consecutive decision steps without progress (see ``EnvSettings.stall_steps``).
+        self.no_progress_steps = 0
         self._empty: MaskArrays | None = None
         self._obs_cache: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
         self._common_cache: NDArray[np.float64] | None = None
@@ -264,6 +282,8 @@ class EnvCore:
         self._n_done = 0
         self._admitted = 0
         self.stalled = False
+        self.stall_reason = ""
+        self.no_progress_steps = 0
         self.last_alloc = Allocation.empty()
         self.episode_jobs_s = 0.0
         stats = StepStats()
@@ -273,11 +293,27 @@ class EnvCore:
             self._skip_idle(stats)
         self._pending_stats = stats  # folded into the first step (0 unless jobs wait at reset)
 
+    def require_episode(self, what: str) -> None:
+        """Raise :class:`EnvNotResetError` naming ``what`` unless an episode was started.
+
+        Raises:
+            EnvNotResetError: Before the first :meth:`reset`.
+        """
+        if self.sim is None:
+            raise EnvNotResetError(
+                f"{what} called before reset(); call env.reset(seed=...) to start an episode first"
+            )
+
     @property
     def done(self) -> bool:
         """Every job finished or the simulation horizon was reached."""
         assert self.sim is not None
         return self.sim.done
+
+    @property
+    def unfinished_jobs(self) -> int:
+        """Jobs of the episode's workload that have not finished (arrived or not)."""
+        return int(self.J - self._n_done)
 
     @property
     def all_finished(self) -> bool:
@@ -297,9 +333,21 @@ class EnvCore:
         cur = sim.current
         N = self.N
         self._cur = cur
-        self.free_g = cl.node_gpus - cur.used_gpus_per_node(N)
-        self.free_c = cl.node_cpus - cur.used_cpus_per_node(N)
-        self.free_m = cl.node_mem - cur.used_mem_per_node(N)
+        self._round_alloc = cur
+        if cur.size == 0:
+            self.free_g = np.array(cl.node_gpus, dtype=np.int64)
+            self.free_c = np.array(cl.node_cpus, dtype=np.float64)
+            self.free_m = np.array(cl.node_mem, dtype=np.float64)
+        elif int(cur.share.max()) < 0:  # no space sharing (always so for the env's entries)
+            node = cur.node
+            used_g = np.bincount(node, weights=cur.gpus, minlength=N)
+            self.free_g = cl.node_gpus - used_g.astype(np.int64)
+            self.free_c = cl.node_cpus - np.bincount(node, weights=cur.cpus, minlength=N)
+            self.free_m = cl.node_mem - np.bincount(node, weights=cur.mem, minlength=N)
+        else:
+            self.free_g = cl.node_gpus - cur.used_gpus_per_node(N)
+            self.free_c = cl.node_cpus - cur.used_cpus_per_node(N)
+            self.free_m = cl.node_mem - cur.used_mem_per_node(N)
         if self.failures is not None:
             up = sim.node_up
             self.node_up[:] = up
@@ -398,6 +446,7 @@ class EnvCore:
         self.free_m[nodes] -= mem
         share = np.full(jobs.shape[0], -1, dtype=np.int64)
         self._new.append(Allocation._of_arrays(jobs, nodes, gpus, cpus, mem, share))
+        self._round_alloc = None
         self._count[nodes] += 1  # distinct nodes: no repeated index
         self._placed[jobs] = True
         self._n_new_jobs += len(set(jobs.tolist()))  # distinct jobs (a gang repeats its job)
@@ -506,6 +555,7 @@ class EnvCore:
         cur = self._cur
         gone = cur.select(drop)
         self._cur = cur.select(~drop)
+        self._round_alloc = None
         self._evict_map = None
         N = self.N
         self.free_g += np.bincount(gone.node, weights=gone.gpus, minlength=N).astype(np.int64)
@@ -569,8 +619,12 @@ class EnvCore:
         return self._any_legal
 
     def round_allocation(self) -> Allocation:
-        """Running jobs plus everything placed so far this round."""
-        return Allocation.concat([self._cur, *self._new]) if self._new else self._cur
+        """Running jobs plus everything placed so far this round (built once per change)."""
+        a = self._round_alloc
+        if a is None:
+            a = Allocation.concat([self._cur, *self._new]) if self._new else self._cur
+            self._round_alloc = a
+        return a
 
     def _future_arrivals(self) -> bool:
         """A job still arrives, or a down node comes back (so waiting jobs may run later)."""
@@ -646,7 +700,26 @@ class EnvCore:
         """
         if alloc.size == 0 and not self.any_action and not self._future_arrivals():
             self.stalled = True  # stays set for the rest of the episode
+            self.stall_reason = self.stall_reason or "unplaceable"
         return self.stalled
+
+    def _count_progress(self, offered: bool, moved: bool) -> None:
+        """Count decision steps without progress; stall after ``EnvSettings.stall_steps``.
+
+        Args:
+            offered: Some agent had a legal action at the step's start.
+            moved: A job was placed, or the round's time advanced with jobs running.
+        """
+        if moved:
+            self.no_progress_steps = 0
+            return
+        if not offered:  # nothing to do: waiting for an arrival is not the policy's stall
+            return
+        self.no_progress_steps += 1
+        lim = self.cfg.stall_steps
+        if lim is not None and self.no_progress_steps >= lim and not self.stalled:
+            self.stalled = True
+            self.stall_reason = "no_progress"
 
     def end_decision(self, placed_any: bool, stats: StepStats) -> None:
         """Close a decision step: advance the round if it is over (see the module docstring).
@@ -656,6 +729,9 @@ class EnvCore:
             stats: Where the step's counts and reward parts accumulate.
         """
         self.decision_step += 1
+        # Without a placement or eviction the masks are those the agents saw.
+        offered = placed_any or self.any_action
+        moved = stats.placed > 0
         if (
             not placed_any
             or not self.any_action
@@ -665,11 +741,13 @@ class EnvCore:
             # (the same boundaries as one round followed by _skip_idle, in one engine call).
             jump = self.cfg.skip_idle and not self.any_action
             alloc = self.round_allocation()
+            moved = moved or alloc.size > 0
             if self._stalls(alloc):
                 return
             self._advance(alloc, stats, trusted=True, jump=jump)
             if self.cfg.skip_idle:
                 self._skip_idle(stats)
+        self._count_progress(offered, moved)
         if self.done:
             self._finish(stats)
 
@@ -683,7 +761,9 @@ class EnvCore:
         Raises:
             hetsched.sim.errors.AllocationError: If ``alloc`` is invalid.
         """
+        offered = self.any_action
         self._advance(alloc, stats, trusted=False, jump=False)
+        self._count_progress(offered, alloc.size > 0)
         if self.cfg.skip_idle:
             self._skip_idle(stats)
         if self.done:
@@ -771,9 +851,9 @@ class EnvCore:
         self.take_pending_stats(stats)
         res, placed = self.resolve_claims(actions)
         stats.placed = placed
-        stats.invalid = int(res.invalid.sum())
-        stats.conflicts = int(res.conflict.sum())
-        stats.gang_failed = int(res.gang_failed.sum())
+        stats.invalid = int(np.count_nonzero(res.invalid))
+        stats.conflicts = int(np.count_nonzero(res.conflict))
+        stats.gang_failed = int(np.count_nonzero(res.gang_failed))
         stats.evicted = res.evicted_jobs
         self.end_decision(placed > 0 or res.evicted_jobs > 0, stats)
         return res, stats
@@ -794,19 +874,17 @@ class EnvCore:
         a = np.asarray(actions, dtype=np.int64)
         in_range = (a >= 0) & (a < self.n_actions)
         a_safe = np.where(in_range, a, 0)
-        legal = in_range & (self.ma.mask[np.arange(N), a_safe] == 1)
+        legal = in_range & (self.ma.mask[self._arange_n, a_safe] == 1)
+        flags = np.zeros((4, N), dtype=bool)  # one allocation for the four outcome rows
         res = ClaimResult(
-            invalid=~legal,
-            granted=np.zeros(N, dtype=bool),
-            conflict=np.zeros(N, dtype=bool),
-            gang_failed=np.zeros(N, dtype=bool),
-            evicted=np.zeros(N, dtype=bool),
-        )
+            invalid=~legal, granted=flags[0], conflict=flags[1], gang_failed=flags[2],
+            evicted=flags[3],
+        )  # fmt: skip
         claim = legal & (a_safe > 0) & (a_safe < self.n_place)
         placed = self._claims(claim, a_safe, res) if claim.any() else 0
         ev = legal & (a_safe >= self.n_place)
         if ev.any():
-            agents = np.flatnonzero(ev)
+            agents = ev.nonzero()[0]
             res.evicted_jobs = self._evict(agents, a_safe[agents] - self.n_place)
             res.evicted[agents] = True
         if placed or res.evicted_jobs:
@@ -818,7 +896,7 @@ class EnvCore:
         returns the number of jobs placed (the caller refreshes the masks)."""
         assert self.jt is not None
         N = self.N
-        agents = np.flatnonzero(claim)
+        agents = claim.nonzero()[0]
         a_claim = a_safe[agents]
         ks, lgs, lcs, lms = self.codec.decode_legal(a_claim)
         jt, ma = self.jt, self.ma
@@ -827,7 +905,7 @@ class EnvCore:
         # 1) Jobs with at least one claimant that hosts them alone: one winner per job.
         single = ma.single.reshape(N, -1)[agents, a_claim - 1]  # same flat order as the codec
         placed = 0
-        si = np.flatnonzero(single)
+        si = single.nonzero()[0]
         won = np.zeros(self.K, dtype=bool)
         if si.size:
             rule = self.cfg.conflict_rule

@@ -147,6 +147,10 @@ class EnvSettings:
             its restart delay when it runs again.
         evict_max: With ``preemptive``, a job may be evicted at most this many times per
             episode (its eviction actions are masked after that); None: no limit.
+        stall_steps: Truncate the episode (``stalled``) after this many consecutive decision
+            steps without progress: a legal action was offered, yet no job was placed and
+            the round's time advanced with nothing running (e.g. a policy that always
+            passes while jobs wait). None: never.
     """
 
     window: int = 8
@@ -164,8 +168,16 @@ class EnvSettings:
     validate_allocations: bool = False
     preemptive: bool = False
     evict_max: int | None = None
+    stall_steps: int | None = 1000
 
     def __post_init__(self) -> None:
+        ss = self.stall_steps
+        if ss is not None and (isinstance(ss, bool) or int(ss) != ss or int(ss) < 1):
+            raise ValueError(
+                f"stall_steps={ss!r} must be an integer >= 1 (decision steps without progress "
+                "before the episode is truncated) or None (never)"
+            )
+        object.__setattr__(self, "stall_steps", None if ss is None else int(ss))
         em = self.evict_max
         if em is not None and (isinstance(em, bool) or int(em) != em or int(em) < 0):
             raise ValueError(f"evict_max={em!r} must be an integer >= 0 or None (no limit)")

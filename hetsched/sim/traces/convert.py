@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from hetsched.sim import tracecache
 from hetsched.sim.catalog import GPU_TYPE_NAMES
 from hetsched.sim.cluster import Cluster
 from hetsched.sim.errors import TraceError
@@ -448,6 +449,22 @@ def convert(
     jobs = _fit_policies(jobs, o, cluster, errors=False)
     jobs = _window(jobs, o)
     jobs = _fit_policies(jobs, o, cluster, errors=True)
+    # The selection above depends only on the file and the options: loaders wrapped in
+    # tracecache.memoised keep it per process, and later calls go straight to _build.
+    tracecache.record(jobs, o, name, _build)
+    return _build(jobs, o, name=name, throughput=throughput, cluster=cluster, rng=rng)
+
+
+def _build(
+    jobs: TraceJobs,
+    o: TraceOptions,
+    *,
+    name: str,
+    throughput: ThroughputModel,
+    cluster: Cluster,
+    rng: np.random.Generator,
+) -> Workload:
+    """The selected jobs -> a workload (models, work, resources): the only use of ``rng``."""
     J = len(jobs)
     if jobs.model is None:
         model = assign_models(

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from hetsched.sim import tracecache
 from hetsched.sim.errors import TraceError
 from hetsched.sim.paths import open_text
 
@@ -196,6 +197,7 @@ def read_table(path: Path, required: Sequence[str] = ()) -> Table:
         st = Path(path).stat()
     except FileNotFoundError:
         raise TraceError(f"trace file {path} not found") from None
+    tracecache.note_file(str(path), st.st_size, st.st_mtime_ns)
     tab = _read_csv_cached(str(path), st.st_size, st.st_mtime_ns)
     for col in required:
         tab.raw(col)

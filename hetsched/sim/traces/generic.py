@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from hetsched.sim import tracecache
 from hetsched.sim.catalog import GPU_TYPE_NAMES, canonical_gpu_type
 from hetsched.sim.cluster import Cluster
 from hetsched.sim.errors import HetschedError, TraceError
@@ -152,6 +153,7 @@ def _constraints(tab: Table, col: str) -> BoolArray:
     return allowed
 
 
+@tracecache.memoised
 def csv_trace(
     path: str | Path | None = None,
     *,

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from hetsched.sim import tracecache
 from hetsched.sim.cluster import Cluster
 from hetsched.sim.errors import TraceError
 from hetsched.sim.paths import shared_data, shipped_data
@@ -25,6 +26,7 @@ ITP_CLUSTERS = ("cluster01", "cluster02", "cluster03", "cluster05", "cluster06",
                 "cluster10")  # fmt: skip
 
 
+@tracecache.memoised
 def philly(
     *,
     throughput: ThroughputModel,

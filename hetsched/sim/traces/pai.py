@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from hetsched.sim import tracecache
 from hetsched.sim.catalog import GPU_TYPE_NAMES
 from hetsched.sim.cluster import Cluster
 from hetsched.sim.errors import TraceError
@@ -42,6 +43,7 @@ def _log_dropped(source: str, n: int, total: int, why: str) -> None:
         logger.info("%s: %d of %d jobs %s", source, n, total, why)
 
 
+@tracecache.memoised
 def alibaba(
     path: str | Path = "traces/alibaba_v2023/openb_pod_list_gpuspec33.csv",
     *,

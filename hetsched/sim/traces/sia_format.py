@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from hetsched.sim import tracecache
 from hetsched.sim.cluster import Cluster
 from hetsched.sim.errors import TraceError
 from hetsched.sim.paths import shared_data, shipped_data
@@ -44,6 +45,7 @@ _SIA_INDEX_RANGE = {Path(d).name: n for d, n, shipped, _ in SIA_KINDS.values() i
 _SIA_DEFAULTS: dict[str, Any] = {"elastic": True, "max_gpus_cap": 64, "shift": False}
 
 
+@tracecache.memoised_fixed
 def sia_workload(
     path: str | Path,
     *,

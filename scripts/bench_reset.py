@@ -36,6 +36,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from hetsched.resources import CONF_DIR
 from hetsched.sim.paths import SHARED_DATA_ENV, shared_data_root
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,8 +79,8 @@ print(json.dumps(out))
 
 
 def presets() -> list[str]:
-    """Every workload preset of ``conf/workload``."""
-    return sorted(p.stem for p in (ROOT / "conf" / "workload").glob("*.yaml"))
+    """Every workload preset of ``hetsched/conf/workload``."""
+    return sorted(p.stem for p in (CONF_DIR / "workload").glob("*.yaml"))
 
 
 def run_worker(tree: Path, cluster: str, resets: int, names: list[str]) -> dict[str, Any]:

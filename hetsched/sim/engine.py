@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import time as _time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -43,7 +43,12 @@ from numpy.typing import NDArray
 from hetsched.sim.allocation import Allocation
 from hetsched.sim.catalog import GPU_TYPE_NAMES
 from hetsched.sim.cluster import Cluster
-from hetsched.sim.errors import AllocationError, SimulationStalledError, TraceError
+from hetsched.sim.errors import (
+    AllocationError,
+    HetschedError,
+    SimulationStalledError,
+    TraceError,
+)
 from hetsched.sim.faults import CheckpointPolicy, FailureSchedule, FailureSpec
 from hetsched.sim.throughput import ThroughputModel
 from hetsched.sim.workload import Workload
@@ -73,6 +78,9 @@ class SimConfig:
         record_timeline: Keep the per-round cluster timeline.
         checkpoint: Periodic checkpointing of running jobs (None: only on preemption/restart).
         failures: Node failure model or trace, built per run from the run's seed (None: none).
+        reproduction: Reproduction mode: the name of a paper (a key of :data:`REPRODUCTION`)
+            whose simulator the run mimics; every effect that simulator lacks is turned off
+            (see :func:`reproduction_throughput`). None: hetsched's full model.
     """
 
     round_s: float = 60.0
@@ -81,6 +89,54 @@ class SimConfig:
     record_timeline: bool = True
     checkpoint: CheckpointPolicy | None = None
     failures: FailureSpec | None = None
+    reproduction: str | None = None
+
+
+#: Reproduction modes: per paper, the effects hetsched models that the paper's own simulator
+#: lacks (``SimConfig.reproduction``). ``node_iota``: the slowdown of jobs sharing a node on
+#: different GPUs; ``restart_delay``: the checkpoint-restart delay of a placement change. Sia's
+#: simulator charges restart delays (the shipped ones are its values), so they stay on for it.
+#: Node failures and periodic checkpoints are in no paper's simulator: they must stay off.
+REPRODUCTION: dict[str, frozenset[str]] = {
+    "gavel": frozenset({"node_iota", "restart_delay"}),
+    "hadar": frozenset({"node_iota", "restart_delay"}),
+    "sia": frozenset({"node_iota"}),
+}
+
+
+def reproduction_throughput(tm: ThroughputModel, config: SimConfig) -> ThroughputModel:
+    """The throughput model a run in ``config.reproduction`` mode uses (``tm`` itself if none).
+
+    Args:
+        tm: The ground-truth throughput model.
+        config: Engine settings.
+
+    Returns:
+        ``tm`` with ``node_iota`` = 0 and/or every ``restart_delay_s`` = 0, as the mode says.
+
+    Raises:
+        HetschedError: If the mode is unknown, or if failures or checkpoints are configured
+            with it (no paper's simulator has them).
+    """
+    mode = config.reproduction
+    if mode is None:
+        return tm
+    if mode not in REPRODUCTION:
+        raise HetschedError(
+            f"sim reproduction={mode!r} is unknown; use one of {sorted(REPRODUCTION)} or null"
+        )
+    if config.failures is not None or config.checkpoint is not None:
+        raise HetschedError(
+            f"sim reproduction={mode!r} cannot be combined with node failures or checkpoints "
+            "(no paper's simulator has them); unset sim.failures and sim.checkpoint"
+        )
+    off = REPRODUCTION[mode]
+    changes: dict[str, Any] = {}
+    if "node_iota" in off:
+        changes["node_iota"] = 0.0
+    if "restart_delay" in off:
+        changes["restart_delay_s"] = np.zeros_like(tm.restart_delay_s)
+    return replace(tm, **changes)
 
 
 class PolicyLike(Protocol):
@@ -217,7 +273,8 @@ class Simulator:
     Args:
         cluster: Nodes and their resources.
         workload: Jobs to replay.
-        throughput: Ground-truth throughput model.
+        throughput: Ground-truth throughput model (in a reproduction mode, the engine and the
+            policies see it with that mode's effects turned off).
         config: Engine settings.
         failures: Node failure schedule (:class:`~hetsched.sim.faults.FailureModel` or a trace);
             None to build one from ``config.failures`` (if set) with ``seed``.
@@ -248,7 +305,12 @@ class Simulator:
             )
         self.failures = failures
         self.workload = workload
-        self.tm = throughput
+        self.tm = reproduction_throughput(throughput, self.config)
+        if self.config.reproduction is not None and failures is not None:
+            raise HetschedError(
+                f"sim reproduction={self.config.reproduction!r} cannot be combined with node "
+                "failures (no paper's simulator has them); pass no failure schedule"
+            )
         if self.config.round_s <= 0:
             raise AllocationError(f"round_s={self.config.round_s} must be > 0")
         if workload.model.max() >= throughput.num_models:

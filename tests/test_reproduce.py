@@ -169,6 +169,37 @@ def test_effects_setup_turns_named_effects_back_on() -> None:
     assert t.node_iota == 0.0 and np.all(t.restart_delay_s == 60.0)
 
 
+def test_early_stop_leaves_the_window_unchanged() -> None:
+    from hetsched.baselines.heuristics import LAS
+
+    rng = np.random.default_rng(3)
+    J = 30
+    wl = make_workload(
+        np.sort(rng.uniform(0, 5000, J)).tolist(), rng.uniform(500, 8000, J).tolist(), [1] * J
+    )
+    cl = make_cluster([{"gpu_type": "v100", "count": 1, "gpus": 2, "cpus": 32, "mem_gib": 128}])
+    tm = make_tm(node_iota=0.1)
+    cfg = SimConfig(round_s=360.0, reproduction="gavel")
+    early, full = (
+        GAVEL["run_window"](
+            LAS(round_s=360.0),
+            cluster=cl,
+            workload=wl,
+            throughput=tm,
+            sim_config=cfg,
+            seed=0,
+            rng=np.random.default_rng(1),
+            window=(5, 12),
+            early_stop=stop,
+        )  # fmt: skip
+        for stop in (True, False)
+    )
+    assert np.isfinite(full.finish_time).all()
+    assert np.isnan(early.finish_time).any()  # it stopped before the stream drained
+    np.testing.assert_array_equal(early.finish_time[5:12], full.finish_time[5:12])
+    assert len(early.decision_s) > 0
+
+
 @pytest.mark.slow
 def test_short_gavel_stream_ratio_matches_the_doc(tmp_path: Path) -> None:
     doc = (ROOT / "docs" / "reproduction_gavel.md").read_text()

@@ -27,8 +27,8 @@ Examples::
 
 Every run is in Gavel's reproduction mode (``SimConfig(reproduction="gavel")``,
 :data:`hetsched.sim.engine.REPRODUCTION`): the simulator effects Gavel's simulator lacks (the
-node co-location slowdown ``node_iota`` and the restart delay) are off. ``--effects`` turns
-named ones back on, to measure what each does to the figures.
+node co-location slowdown ``node_iota``, the restart delay and the spread-placement penalty) are
+off. ``--effects`` turns named ones back on, to measure what each does to the figures.
 
 A run stops as soon as every window job has finished (the simulation is causal: later rounds
 cannot change those finish times); ``--no-early-stop`` runs every job to the end or the horizon.
@@ -308,7 +308,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--effects", nargs="+", default=[], choices=list(EFFECTS),
         help="simulator effects Gavel's simulator lacks to turn back on (default: none, "
         "Gavel's reproduction mode): node_iota = node co-location slowdown, restart_delay = "
-        "the throughput table's restart delays",
+        "the throughput table's restart delays, spread = unconsolidated throughput of a gang "
+        "on more nodes than it needs (no effect on 1-GPU jobs)",
     )  # fmt: skip
     ap.add_argument(
         "--no-early-stop", action="store_true",
@@ -362,6 +363,9 @@ def effect_setup(tm: ThroughputModel, effects: Sequence[str]) -> tuple[Throughpu
         changes["node_iota"] = 0.0
     if "restart_delay" not in effects:
         changes["restart_delay_s"] = np.zeros_like(tm.restart_delay_s)
+    if "spread" not in effects:
+        changes["tput"] = np.repeat(tm.tput[..., :1], 2, axis=-1)
+        changes["measured"] = np.repeat(tm.measured[..., :1], 2, axis=-1)
     return replace(tm, **changes), SimConfig(round_s=360.0)
 
 

@@ -9,7 +9,8 @@ synthetic workload (multi-GPU jobs) and the Philly busiest window, through the s
 fairness per policy and Hadar's ratios against each baseline beside the authors' claims (3x vs
 YARN-CS, 2.5x vs Gavel, -13 % queueing delay, +1.5 % FTF), which are *claims*, not targets: the
 paper's setup is unknown. Runs are in the reproduction mode ``SimConfig(reproduction="hadar")``
-(as Gavel's simulator: no node co-location slowdown, no restart delay); ``--full-model`` runs
+(as Gavel's simulator: no node co-location slowdown, no restart delay, consolidated
+throughput for spread gangs); ``--full-model`` runs
 hetsched's full model instead.
 
 Examples::
@@ -220,7 +221,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--full-model",
         action="store_true",
         help="hetsched's full simulator model instead of the reproduction mode (sim "
-        "reproduction=hadar, as Gavel's simulator: no node co-location slowdown, no restart delay)",
+        "reproduction=hadar, as Gavel's simulator: no node co-location slowdown, no restart "
+        "delay, consolidated throughput for spread gangs)",
     )
     args = ap.parse_args(argv)
     if "hadar" not in args.policies:

@@ -56,6 +56,9 @@ def test_mode_zeroes_exactly_its_effects_in_the_built_simulator(mode: str | None
     off = REPRODUCTION.get(mode, frozenset()) if mode else frozenset()
     assert sim.tm.node_iota == (0.0 if "node_iota" in off else 0.1)
     assert np.all(sim.tm.restart_delay_s == (0.0 if "restart_delay" in off else 60.0))
+    # A 2-GPU gang on two nodes: the packed rate (2/s) or make_tm's spread rate (half of it).
+    spread = sim.tm.isolated(0, sim.cluster.node_type[0], 2, True)
+    assert spread == (2.0 if "spread" in off else 1.0)
     # Measured: two co-located jobs progress at the isolated rate (1 step/s) or 10 % slower.
     same_node = Allocation.from_entries([(0, 0, 1, 4.0, 16.0), (1, 0, 1, 4.0, 16.0)])
     done = _progress_per_round(sim, same_node)
@@ -72,7 +75,8 @@ def test_mode_zeroes_exactly_its_effects_in_the_built_simulator(mode: str | None
 def test_every_mode_turns_node_slowdown_off_and_gavel_restarts() -> None:
     assert all("node_iota" in off for off in REPRODUCTION.values())
     assert "restart_delay" in REPRODUCTION["gavel"]
-    assert "restart_delay" not in REPRODUCTION["sia"]  # Sia's simulator charges restarts
+    assert "spread" in REPRODUCTION["gavel"]  # Gavel's simulator reads consolidated throughputs
+    assert not {"restart_delay", "spread"} & REPRODUCTION["sia"]  # Sia's simulator has both
 
 
 def test_policies_see_the_reproduction_model() -> None:
@@ -167,6 +171,9 @@ def test_effects_setup_turns_named_effects_back_on() -> None:
     assert cfg.reproduction is None and t.node_iota == 0.1 and not t.restart_delay_s.any()
     t, cfg = GAVEL["effect_setup"](tm, ["restart_delay"])
     assert t.node_iota == 0.0 and np.all(t.restart_delay_s == 60.0)
+    assert np.array_equal(t.tput[..., 1], t.tput[..., 0])  # spread penalty off
+    t, cfg = GAVEL["effect_setup"](tm, ["spread"])
+    assert np.array_equal(t.tput, tm.tput) and t.node_iota == 0.0
 
 
 def test_early_stop_leaves_the_window_unchanged() -> None:

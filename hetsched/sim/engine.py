@@ -94,12 +94,14 @@ class SimConfig:
 
 #: Reproduction modes: per paper, the effects hetsched models that the paper's own simulator
 #: lacks (``SimConfig.reproduction``). ``node_iota``: the slowdown of jobs sharing a node on
-#: different GPUs; ``restart_delay``: the checkpoint-restart delay of a placement change. Sia's
-#: simulator charges restart delays (the shipped ones are its values), so they stay on for it.
-#: Node failures and periodic checkpoints are in no paper's simulator: they must stay off.
+#: different GPUs; ``restart_delay``: the checkpoint-restart delay of a placement change;
+#: ``spread``: the lower (unconsolidated) throughput of a gang on more nodes than it needs (Gavel's
+#: simulator reads only consolidated throughputs). Sia's simulator charges restart delays (the
+#: shipped ones are its values) and has per-placement throughputs, so those stay on for it. Node
+#: failures and periodic checkpoints are in no paper's simulator: they must stay off.
 REPRODUCTION: dict[str, frozenset[str]] = {
-    "gavel": frozenset({"node_iota", "restart_delay"}),
-    "hadar": frozenset({"node_iota", "restart_delay"}),
+    "gavel": frozenset({"node_iota", "restart_delay", "spread"}),
+    "hadar": frozenset({"node_iota", "restart_delay", "spread"}),
     "sia": frozenset({"node_iota"}),
 }
 
@@ -112,7 +114,8 @@ def reproduction_throughput(tm: ThroughputModel, config: SimConfig) -> Throughpu
         config: Engine settings.
 
     Returns:
-        ``tm`` with ``node_iota`` = 0 and/or every ``restart_delay_s`` = 0, as the mode says.
+        ``tm`` with ``node_iota`` = 0, every ``restart_delay_s`` = 0 and/or the spread
+        throughputs equal to the packed ones, as the mode says.
 
     Raises:
         HetschedError: If the mode is unknown, or if failures or checkpoints are configured
@@ -136,6 +139,9 @@ def reproduction_throughput(tm: ThroughputModel, config: SimConfig) -> Throughpu
         changes["node_iota"] = 0.0
     if "restart_delay" in off:
         changes["restart_delay_s"] = np.zeros_like(tm.restart_delay_s)
+    if "spread" in off:
+        changes["tput"] = np.repeat(tm.tput[..., :1], 2, axis=-1)
+        changes["measured"] = np.repeat(tm.measured[..., :1], 2, axis=-1)
     return replace(tm, **changes)
 
 

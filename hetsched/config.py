@@ -34,7 +34,7 @@ class SimSettings:
         failures: Node failures (see :mod:`hetsched.sim.faults`); off by default.
         checkpoint: Periodic job checkpointing; off by default.
         reproduction: Reproduction mode, the paper whose simulator to mimic (``gavel``,
-            ``sia`` or ``hadar``; :data:`hetsched.sim.engine.REPRODUCTION`): turns off every
+            ``sia`` or ``hadar``; :data:`hetsched.sim.throughput.REPRODUCTION`): turns off every
             simulator effect that paper's simulator lacks. ``null``: hetsched's full model.
     """
 

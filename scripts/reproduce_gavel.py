@@ -26,7 +26,7 @@ Examples::
 4000-4999, Gavel LAS and agnostic LAS.
 
 Every run is in Gavel's reproduction mode (``SimConfig(reproduction="gavel")``,
-:data:`hetsched.sim.engine.REPRODUCTION`): the simulator effects Gavel's simulator lacks (the
+:data:`hetsched.sim.throughput.REPRODUCTION`): the simulator effects Gavel's simulator lacks (the
 node co-location slowdown ``node_iota``, the restart delay and the spread-placement penalty) are
 off. ``--effects`` turns named ones back on, to measure what each does to the figures.
 
@@ -56,8 +56,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hetsched.evaluation import atomic_write_text, compute_metrics, csv_text  # noqa: E402
-from hetsched.sim.engine import REPRODUCTION, SimConfig, SimResult, Simulator  # noqa: E402
-from hetsched.sim.throughput import ThroughputModel  # noqa: E402
+from hetsched.sim.engine import SimConfig, SimResult, Simulator  # noqa: E402
+from hetsched.sim.throughput import REPRODUCTION, ThroughputModel, without_effects  # noqa: E402
 
 #: Scheduler preset -> the paper's column (gavel.md section 8, continuous-single).
 COLUMNS: dict[str, str] = {
@@ -358,15 +358,7 @@ def effect_setup(tm: ThroughputModel, effects: Sequence[str]) -> tuple[Throughpu
     """
     if not effects:
         return tm, SimConfig(round_s=360.0, reproduction="gavel")
-    changes: dict[str, Any] = {}
-    if "node_iota" not in effects:
-        changes["node_iota"] = 0.0
-    if "restart_delay" not in effects:
-        changes["restart_delay_s"] = np.zeros_like(tm.restart_delay_s)
-    if "spread" not in effects:
-        changes["tput"] = np.repeat(tm.tput[..., :1], 2, axis=-1)
-        changes["measured"] = np.repeat(tm.measured[..., :1], 2, axis=-1)
-    return replace(tm, **changes), SimConfig(round_s=360.0)
+    return without_effects(tm, REPRODUCTION["gavel"] - set(effects)), SimConfig(round_s=360.0)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -19,9 +19,10 @@ from conftest import make_cluster, make_tm, make_workload
 
 from hetsched.evaluation import run_one
 from hetsched.sim.allocation import Allocation
-from hetsched.sim.engine import REPRODUCTION, SimConfig, Simulator
+from hetsched.sim.engine import SimConfig, Simulator
 from hetsched.sim.errors import HetschedError
 from hetsched.sim.faults import CheckpointPolicy, FailureSpec
+from hetsched.sim.throughput import REPRODUCTION
 
 ROOT = Path(__file__).resolve().parent.parent
 GAVEL = runpy.run_path(str(ROOT / "scripts" / "reproduce_gavel.py"))

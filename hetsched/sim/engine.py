@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import time as _time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -50,7 +50,7 @@ from hetsched.sim.errors import (
     TraceError,
 )
 from hetsched.sim.faults import CheckpointPolicy, FailureSchedule, FailureSpec
-from hetsched.sim.throughput import ThroughputModel
+from hetsched.sim.throughput import ThroughputModel, for_reproduction
 from hetsched.sim.workload import Workload
 
 FUTURE, PENDING, RUNNING, DONE = 0, 1, 2, 3
@@ -78,9 +78,9 @@ class SimConfig:
         record_timeline: Keep the per-round cluster timeline.
         checkpoint: Periodic checkpointing of running jobs (None: only on preemption/restart).
         failures: Node failure model or trace, built per run from the run's seed (None: none).
-        reproduction: Reproduction mode: the name of a paper (a key of :data:`REPRODUCTION`)
-            whose simulator the run mimics; every effect that simulator lacks is turned off
-            (see :func:`reproduction_throughput`). None: hetsched's full model.
+        reproduction: Reproduction mode: the name of a paper (a key of
+            :data:`~hetsched.sim.throughput.REPRODUCTION`) whose simulator the run mimics; every
+            effect that simulator lacks is turned off. None: hetsched's full model.
     """
 
     round_s: float = 60.0
@@ -92,57 +92,22 @@ class SimConfig:
     reproduction: str | None = None
 
 
-#: Reproduction modes: per paper, the effects hetsched models that the paper's own simulator
-#: lacks (``SimConfig.reproduction``). ``node_iota``: the slowdown of jobs sharing a node on
-#: different GPUs; ``restart_delay``: the checkpoint-restart delay of a placement change;
-#: ``spread``: the lower (unconsolidated) throughput of a gang on more nodes than it needs (Gavel's
-#: simulator reads only consolidated throughputs). Sia's simulator charges restart delays (the
-#: shipped ones are its values) and has per-placement throughputs, so those stay on for it. Node
-#: failures and periodic checkpoints are in no paper's simulator: they must stay off.
-REPRODUCTION: dict[str, frozenset[str]] = {
-    "gavel": frozenset({"node_iota", "restart_delay", "spread"}),
-    "hadar": frozenset({"node_iota", "restart_delay", "spread"}),
-    "sia": frozenset({"node_iota"}),
-}
-
-
 def reproduction_throughput(tm: ThroughputModel, config: SimConfig) -> ThroughputModel:
     """The throughput model a run in ``config.reproduction`` mode uses (``tm`` itself if none).
 
-    Args:
-        tm: The ground-truth throughput model.
-        config: Engine settings.
-
-    Returns:
-        ``tm`` with ``node_iota`` = 0, every ``restart_delay_s`` = 0 and/or the spread
-        throughputs equal to the packed ones, as the mode says.
+    See :func:`hetsched.sim.throughput.for_reproduction`.
 
     Raises:
         HetschedError: If the mode is unknown, or if failures or checkpoints are configured
             with it (no paper's simulator has them).
     """
     mode = config.reproduction
-    if mode is None:
-        return tm
-    if mode not in REPRODUCTION:
-        raise HetschedError(
-            f"sim reproduction={mode!r} is unknown; use one of {sorted(REPRODUCTION)} or null"
-        )
-    if config.failures is not None or config.checkpoint is not None:
+    if mode is not None and (config.failures is not None or config.checkpoint is not None):
         raise HetschedError(
             f"sim reproduction={mode!r} cannot be combined with node failures or checkpoints "
             "(no paper's simulator has them); unset sim.failures and sim.checkpoint"
         )
-    off = REPRODUCTION[mode]
-    changes: dict[str, Any] = {}
-    if "node_iota" in off:
-        changes["node_iota"] = 0.0
-    if "restart_delay" in off:
-        changes["restart_delay_s"] = np.zeros_like(tm.restart_delay_s)
-    if "spread" in off:
-        changes["tput"] = np.repeat(tm.tput[..., :1], 2, axis=-1)
-        changes["measured"] = np.repeat(tm.measured[..., :1], 2, axis=-1)
-    return replace(tm, **changes)
+    return for_reproduction(tm, mode)
 
 
 class PolicyLike(Protocol):

@@ -36,6 +36,9 @@ class SimSettings:
         max_idle_rounds: Rounds with waiting jobs and nothing running before a run is stalled.
         failures: Node failures (see :mod:`hetsched.sim.faults`); off by default.
         checkpoint: Periodic job checkpointing; off by default.
+        reproduction: Reproduction mode, the paper whose simulator to mimic (``gavel``,
+            ``sia`` or ``hadar``; :data:`hetsched.sim.throughput.REPRODUCTION`): turns off every
+            simulator effect that paper's simulator lacks. ``null``: hetsched's full model.
     """
 
     round_s: float = 60.0
@@ -43,6 +46,7 @@ class SimSettings:
     max_idle_rounds: int = 10_000
     failures: FailureSettings = field(default_factory=lambda: FailureSettings())
     checkpoint: CheckpointSettings = field(default_factory=lambda: CheckpointSettings())
+    reproduction: str | None = None
 
 
 @dataclass
@@ -110,6 +114,7 @@ def sim_config_from(sim: Any) -> SimConfig:
         max_idle_rounds=int(sim.max_idle_rounds),
         checkpoint=ck,
         failures=spec if spec.enabled else None,
+        reproduction=None if sim.reproduction is None else str(sim.reproduction),
     )
 
 

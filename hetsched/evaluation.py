@@ -164,9 +164,9 @@ def run_one(
     on_step: Callable[[Any], None] | None = None,
 ) -> RunOutput:
     """Run one policy on one workload and score it."""
-    if hasattr(policy, "reset"):
-        policy.reset(cluster, workload, throughput, rng)
     sim = Simulator(cluster, workload, throughput, sim_config, seed=seed)
+    if hasattr(policy, "reset"):  # sim.tm: the model with a reproduction mode's effects off
+        policy.reset(cluster, workload, sim.tm, rng)
     res = sim.run(policy, on_step=on_step)
     row = compute_metrics(
         res, scheduler=name, workload=workload.name, cluster=cluster.name, seed=seed

@@ -43,9 +43,15 @@ from numpy.typing import NDArray
 from hetsched.sim.allocation import Allocation
 from hetsched.sim.catalog import GPU_TYPE_NAMES
 from hetsched.sim.cluster import Cluster
-from hetsched.sim.errors import AllocationError, SettingError, SimulationStalledError, TraceError
+from hetsched.sim.errors import (
+    AllocationError,
+    HetschedError,
+    SettingError,
+    SimulationStalledError,
+    TraceError,
+)
 from hetsched.sim.faults import MAX_LOST_ATTEMPTS, CheckpointPolicy, FailureSchedule, FailureSpec
-from hetsched.sim.throughput import ThroughputModel
+from hetsched.sim.throughput import ThroughputModel, for_reproduction
 from hetsched.sim.workload import Workload
 
 FUTURE, PENDING, RUNNING, DONE = 0, 1, 2, 3
@@ -84,6 +90,9 @@ class SimConfig:
         record_timeline: Keep the per-round cluster timeline.
         checkpoint: Periodic checkpointing of running jobs (None: only on preemption/restart).
         failures: Node failure model or trace, built per run from the run's seed (None: none).
+        reproduction: Reproduction mode: the name of a paper (a key of
+            :data:`~hetsched.sim.throughput.REPRODUCTION`) whose simulator the run mimics; every
+            effect that simulator lacks is turned off. None: hetsched's full model.
     """
 
     round_s: float = 60.0
@@ -92,6 +101,7 @@ class SimConfig:
     record_timeline: bool = True
     checkpoint: CheckpointPolicy | None = None
     failures: FailureSpec | None = None
+    reproduction: str | None = None
 
     def __post_init__(self) -> None:
         """Check every field (the one place where the engine settings are validated).
@@ -109,6 +119,24 @@ class SimConfig:
         mi = self.max_idle_rounds
         if isinstance(mi, bool) or not isinstance(mi, int | np.integer) or mi < 1:
             raise SettingError(f"sim.max_idle_rounds={mi!r} must be an integer >= 1")
+
+
+def reproduction_throughput(tm: ThroughputModel, config: SimConfig) -> ThroughputModel:
+    """The throughput model a run in ``config.reproduction`` mode uses (``tm`` itself if none).
+
+    See :func:`hetsched.sim.throughput.for_reproduction`.
+
+    Raises:
+        HetschedError: If the mode is unknown, or if failures or checkpoints are configured
+            with it (no paper's simulator has them).
+    """
+    mode = config.reproduction
+    if mode is not None and (config.failures is not None or config.checkpoint is not None):
+        raise HetschedError(
+            f"sim reproduction={mode!r} cannot be combined with node failures or checkpoints "
+            "(no paper's simulator has them); unset sim.failures and sim.checkpoint"
+        )
+    return for_reproduction(tm, mode)
 
 
 class PolicyLike(Protocol):
@@ -245,7 +273,8 @@ class Simulator:
     Args:
         cluster: Nodes and their resources.
         workload: Jobs to replay.
-        throughput: Ground-truth throughput model.
+        throughput: Ground-truth throughput model (in a reproduction mode, the engine and the
+            policies see it with that mode's effects turned off).
         config: Engine settings.
         failures: Node failure schedule (:class:`~hetsched.sim.faults.FailureModel` or a trace);
             None to build one from ``config.failures`` (if set) with ``seed``.
@@ -276,8 +305,13 @@ class Simulator:
             )
         self.failures = failures
         self.workload = workload
-        self.tm = throughput
         self.config.__post_init__()  # the fields may have been changed after construction
+        self.tm = reproduction_throughput(throughput, self.config)
+        if self.config.reproduction is not None and failures is not None:
+            raise HetschedError(
+                f"sim reproduction={self.config.reproduction!r} cannot be combined with node "
+                "failures (no paper's simulator has them); pass no failure schedule"
+            )
         fs = self.config.failures
         self._max_lost = MAX_LOST_ATTEMPTS if fs is None else int(fs.max_lost_attempts)
         if workload.model.max() >= throughput.num_models:

@@ -36,14 +36,18 @@ from ``shared/data`` and shipped as ``hetsched/data/profiles/throughput_table.np
   by ``node_iota`` per co-runner (default 0.02).
 * **Restarts** -- a job whose placement changes pays ``restart_delay_s[m]`` seconds without
   progress (Sia's simulated restart delays).
+* **Reproduction modes** -- :data:`REPRODUCTION` lists, per paper, the effects above that its
+  simulator lacks; :func:`for_reproduction` returns the model with them off (the engine applies
+  it for ``SimConfig.reproduction``).
 """
 
 from __future__ import annotations
 
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -368,6 +372,62 @@ class ThroughputModel:
             node_iota=np.float64(self.node_iota),
             sources=np.array(self.sources, dtype=str),
         )
+
+
+#: Reproduction modes: per paper, the effects hetsched models that the paper's own simulator
+#: lacks (``SimConfig.reproduction``). ``node_iota``: the slowdown of jobs sharing a node on
+#: different GPUs; ``restart_delay``: the checkpoint-restart delay of a placement change;
+#: ``spread``: the lower (unconsolidated) throughput of a gang on more nodes than it needs (Gavel's
+#: simulator reads only consolidated throughputs). Sia's simulator charges restart delays (the
+#: shipped ones are its values) and has per-placement throughputs, so those stay on for it.
+#: Node failures and periodic checkpoints are in no paper's simulator (the engine rejects them).
+REPRODUCTION: dict[str, frozenset[str]] = {
+    "gavel": frozenset({"node_iota", "restart_delay", "spread"}),
+    "hadar": frozenset({"node_iota", "restart_delay", "spread"}),
+    "sia": frozenset({"node_iota"}),
+}
+
+
+def without_effects(tm: ThroughputModel, effects: frozenset[str] | set[str]) -> ThroughputModel:
+    """``tm`` with the named effects (keys used in :data:`REPRODUCTION`) turned off.
+
+    Args:
+        tm: A throughput model.
+        effects: Any of ``node_iota`` (set to 0), ``restart_delay`` (every delay 0) and
+            ``spread`` (spread throughputs equal to the packed ones).
+
+    Returns:
+        A new model (``tm`` itself when ``effects`` is empty).
+    """
+    unknown = set(effects) - {"node_iota", "restart_delay", "spread"}
+    if unknown:
+        raise HetschedError(f"unknown simulator effects {sorted(unknown)}")
+    if not effects:
+        return tm
+    changes: dict[str, Any] = {}
+    if "node_iota" in effects:
+        changes["node_iota"] = 0.0
+    if "restart_delay" in effects:
+        changes["restart_delay_s"] = np.zeros_like(tm.restart_delay_s)
+    if "spread" in effects:
+        changes["tput"] = np.repeat(tm.tput[..., :1], 2, axis=-1)
+        changes["measured"] = np.repeat(tm.measured[..., :1], 2, axis=-1)
+    return replace(tm, **changes)
+
+
+def for_reproduction(tm: ThroughputModel, mode: str | None) -> ThroughputModel:
+    """``tm`` with every effect the paper ``mode``'s simulator lacks turned off (None: ``tm``).
+
+    Raises:
+        HetschedError: If ``mode`` is not a key of :data:`REPRODUCTION`.
+    """
+    if mode is None:
+        return tm
+    if mode not in REPRODUCTION:
+        raise HetschedError(
+            f"sim reproduction={mode!r} is unknown; use one of {sorted(REPRODUCTION)} or null"
+        )
+    return without_effects(tm, REPRODUCTION[mode])
 
 
 _DEFAULT: ThroughputModel | None = None

@@ -18,6 +18,7 @@ import pytest
 from conftest import make_cluster, make_tm, make_workload
 
 from hetsched.evaluation import run_one
+from hetsched.resources import CONF_DIR
 from hetsched.sim.allocation import Allocation
 from hetsched.sim.engine import SimConfig, Simulator
 from hetsched.sim.errors import HetschedError
@@ -126,7 +127,7 @@ def test_hydra_switch_builds_the_mode() -> None:
 
     register_configs()
     GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         on = compose("evaluate", overrides=["sim.reproduction=gavel"])
         off = compose("evaluate")
     assert sim_config_from(on.sim).reproduction == "gavel"

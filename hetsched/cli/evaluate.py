@@ -37,6 +37,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from hetsched.cli import check_complete, run_app, short_errors
+
 # (importing hetsched.config registers the config schemas)
 from hetsched.config import sim_config_from, validate_config
 from hetsched.evaluation import (

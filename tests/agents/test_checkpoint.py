@@ -9,7 +9,7 @@ import pytest
 import torch
 from helpers import fast_config, tiny_env, tiny_tm
 
-from hetsched.agents.agent import CheckpointError, load_checkpoint, net_from_checkpoint
+from hetsched.agents.checkpoint import CheckpointError, load_checkpoint, net_from_checkpoint
 from hetsched.agents.policy import MAIFSPolicy
 from hetsched.agents.trainer import Trainer
 from hetsched.sim.engine import SimConfig, Simulator

@@ -8,7 +8,8 @@ import numpy as np
 import torch
 from helpers import fast_config, preempt_env, tiny_env, tiny_tm
 
-from hetsched.agents.agent import Acting, load_checkpoint
+from hetsched.agents.acting import Acting
+from hetsched.agents.checkpoint import load_checkpoint
 from hetsched.agents.policy import MAIFSPolicy
 from hetsched.agents.trainer import Trainer
 from hetsched.sim.engine import SimConfig, Simulator

@@ -13,7 +13,8 @@ import torch
 from helpers import fast_config, tiny_env, tiny_tm
 
 from hetsched import __version__
-from hetsched.agents.agent import Acting, load_checkpoint
+from hetsched.agents.acting import Acting
+from hetsched.agents.checkpoint import load_checkpoint
 from hetsched.agents.teacher import SJFTeacher
 from hetsched.agents.trainer import Trainer
 
@@ -176,7 +177,7 @@ def test_rules_in_the_loop_leave_elastic_windows_to_the_teacher(tmp_path: Path) 
     on the same jobs rigid it has."""
     from conftest import make_cluster, make_workload
 
-    from hetsched.agents.agent import env_settings
+    from hetsched.agents.acting import env_settings
     from hetsched.agents.config import preset_rules
     from hetsched.agents.driver import TeamEnv
 

@@ -6,6 +6,15 @@ the coordination graph (:mod:`hetsched.agents.coordination`) turns its logits in
 action per node. Training (:mod:`hetsched.agents.rollout`) and evaluation
 (:class:`hetsched.agents.policy.MAIFSPolicy`) use the same object, so the network acts in
 evaluation exactly as it acted in training.
+
+One constraint completes the env's masks, in training and evaluation alike: on an idle cluster
+(nothing runs and nothing is placed this round) with a legal claim, the joint no-op is not an
+action. If every agent passes there, the agent with the highest claim logit takes its
+highest-logit claim -- the network's own choice among the claims -- and, when that claim is a
+gang (no node hosts the job alone at those levels), every other node for which the same claim is
+legal makes it too, so that the env can fill the gang. Without it an event-driven
+scheduler that passes on an idle cluster waits for an arrival that may never come; the shipped
+checkpoint was trained with it.
 """
 
 from __future__ import annotations
@@ -161,6 +170,14 @@ class Acting:
             actions, eff = ordered_actions(
                 lg, mask, single, core.K, rng, graph=self.conf.conflict != "none", extra=extra
             )
+        if not (actions > 0).any() and core.any_legal and core.round_allocation().size == 0:
+            # The joint no-op is not an action on an idle cluster (module docstring).
+            claims = np.where(eff[:, 1 : core.n_place], lg[:, 1 : core.n_place], -np.inf)
+            i = int(np.argmax(claims.max(axis=1)))
+            a = 1 + int(np.argmax(claims[i]))
+            actions[i] = a
+            if not single[i, a - 1]:  # a gang: every node that may claim it does
+                actions[mask[:, a] == 1] = a
         lp = torch.log_softmax(logits[0].masked_fill(~torch.from_numpy(eff), -1e9), dim=-1)
         logp = lp.gather(1, torch.from_numpy(actions)[:, None])[:, 0].numpy()
         return {

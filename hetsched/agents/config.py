@@ -288,7 +288,7 @@ class TrainConfig:
 #: Rounds in a row a scheduler may leave an idle cluster idle while jobs wait, none is still to
 #: arrive and it places nothing, before the run stops with an error
 #: (:class:`hetsched.agents.policy.PolicyStall`).
-MAX_IDLE_ROUNDS = 10_000
+MAX_IDLE_ROUNDS = 1440  # a simulated day of 60-s rounds
 
 
 @dataclass

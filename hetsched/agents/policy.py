@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from hetsched.agents.config import MAX_IDLE_ROUNDS
 from hetsched.agents.driver import StateCore
 from hetsched.agents.teacher import SJFTeacher
 from hetsched.baselines.base import BasePolicy
@@ -157,7 +158,7 @@ class TeacherPolicy(ActorPolicy):
         fungible: bool = True,
         long_s: float = 3 * 3600.0,
         round_s: float = 60.0,
-        max_idle_rounds: int = 10_000,
+        max_idle_rounds: int = MAX_IDLE_ROUNDS,
     ) -> None:
         t = SJFTeacher(order=order, min_rel_rate=min_rel_rate, fungible=fungible, long_s=long_s)
         settings = EnvSettings(window=window, advance="event", round_s=round_s)
@@ -187,7 +188,7 @@ class MAIFSPolicy(ActorPolicy):
         self,
         checkpoint: str | Path | None = None,
         greedy: bool = True,
-        max_idle_rounds: int = 10_000,
+        max_idle_rounds: int = MAX_IDLE_ROUNDS,
         net: tuple[Any, Any] | None = None,
     ) -> None:
         import torch

@@ -26,7 +26,7 @@ from omegaconf import DictConfig, OmegaConf
 import hetsched.config  # noqa: F401  (registers the config schemas)
 from hetsched.agents.checkpoint import CheckpointError
 from hetsched.agents.config import TrainConfig
-from hetsched.agents.learner import TrainingDiverged
+from hetsched.agents.learner import TrainingDivergedError
 from hetsched.agents.trainer import Trainer
 
 
@@ -38,7 +38,7 @@ def main(cfg: DictConfig) -> None:
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     try:
         best = Trainer(obj, run_dir).run()
-    except (TrainingDiverged, CheckpointError) as err:
+    except (TrainingDivergedError, CheckpointError) as err:
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
         print(f"error: {err}", file=sys.stderr)

@@ -175,8 +175,8 @@ def philly_curriculum() -> list[CurriculumItem]:
     Held out: the busiest window (the ``workload=philly`` preset's default, from sorted job
     42734), the validation window of :class:`EvalConf` (from job 55000) and every seed >= 10.
     """
-    windows = (("sia_64", 50000, 300), ("sia_64", 65000, 200))
-    windows += (("pai_mixed", 60000, 300), ("pai_mixed", 72000, 200))
+    windows = [("sia_64", 50000, 300), ("sia_64", 65000, 200)]
+    windows += [("pai_mixed", 60000, 300), ("pai_mixed", 72000, 200)]
     return [
         CurriculumItem(cluster=c, workload_kwargs={"start": s, "num_jobs": n})
         for c, s, n in windows
@@ -287,7 +287,7 @@ class TrainConfig:
 
 #: Rounds in a row a scheduler may leave an idle cluster idle while jobs wait, none is still to
 #: arrive and it places nothing, before the run stops with an error
-#: (:class:`hetsched.agents.policy.PolicyStall`).
+#: (:class:`hetsched.agents.policy.PolicyStallError`).
 MAX_IDLE_ROUNDS = 1440  # a simulated day of 60-s rounds
 
 
@@ -329,5 +329,3 @@ def register_agent_configs() -> None:
     cs.store(name="train_schema", node=TrainConfig)
     cs.store(group="schema/scheduler", name="maifs", node=MAIFSSchedulerConf)
     cs.store(group="schema/scheduler", name="maifs_teacher", node=TeacherSchedulerConf)
-
-

@@ -2,7 +2,7 @@
 
 Both take whole :class:`~hetsched.agents.rollout.Episode` objects and shuffle their steps into
 minibatches within one episode (one cluster, so one agent count). Each raises
-:class:`TrainingDiverged` as soon as a loss or a weight is no longer finite, before the
+:class:`TrainingDivergedError` as soon as a loss or a weight is no longer finite, before the
 optimizer's step is kept, so no later step reads or writes NaN weights.
 """
 
@@ -20,7 +20,7 @@ from hetsched.agents.network import MAIFSNet
 from hetsched.agents.rollout import Episode
 
 
-class TrainingDiverged(RuntimeError):
+class TrainingDivergedError(RuntimeError):
     """A loss or a weight became NaN or infinite."""
 
 
@@ -64,16 +64,16 @@ def minibatches(
 def _step(
     net: MAIFSNet, opt: torch.optim.Optimizer, loss: torch.Tensor, clip: float, what: str
 ) -> torch.Tensor:
-    """Backward, clip, step; :class:`TrainingDiverged` on a non-finite loss or weight."""
+    """Backward, clip, step; :class:`TrainingDivergedError` on a non-finite loss or weight."""
     if not bool(torch.isfinite(loss)):
-        raise TrainingDiverged(f"the {what} loss is {loss.item()}")
+        raise TrainingDivergedError(f"the {what} loss is {loss.item()}")
     opt.zero_grad()
     loss.backward()
     gn = torch.nn.utils.clip_grad_norm_(net.parameters(), clip)
     opt.step()
     for name, p in net.named_parameters():
         if not bool(torch.isfinite(p).all()):
-            raise TrainingDiverged(f"weight {name} is no longer finite after a {what} step")
+            raise TrainingDivergedError(f"weight {name} is no longer finite after a {what} step")
     return gn
 
 

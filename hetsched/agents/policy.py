@@ -9,7 +9,7 @@ no rule adds, moves or withdraws a placement.
 
 Time advances as in the training env (``advance="event"``): to the next arrival or completion,
 or by one round when nothing runs, nothing was placed and no job is still to arrive. A policy
-that keeps passing on an idle cluster with waiting jobs stops the run with :class:`PolicyStall`
+that keeps passing on an idle cluster with waiting jobs stops the run with :class:`PolicyStallError`
 after ``max_idle_rounds`` such rounds instead of hanging.
 
 * :class:`MAIFSPolicy` -- the trained network (``scheduler=maifs``), acting as trained.
@@ -47,7 +47,7 @@ DEFAULT_CHECKPOINT = Path(__file__).resolve().parents[2] / "checkpoints" / "maif
 Actor = Callable[[EnvCore], NDArray[np.int64]]
 
 
-class PolicyStall(RuntimeError):
+class PolicyStallError(RuntimeError):
     """The actor passed for too many rounds on an idle cluster while jobs waited."""
 
 
@@ -59,7 +59,7 @@ class ActorPolicy(BasePolicy):
         actor: One action per node for an env core's current decision step.
         name: Scheduler name.
         max_idle_rounds: Rounds in a row the actor may leave an idle cluster idle while jobs
-            wait and none is still to arrive before :class:`PolicyStall` (> 0).
+            wait and none is still to arrive before :class:`PolicyStallError` (> 0).
     """
 
     event_driven = True
@@ -126,12 +126,12 @@ class ActorPolicy(BasePolicy):
             # As the env does: one round at a time (the waiting jobs' features change).
             self._idle_rounds += 1
             if self._idle_rounds > self.max_idle_rounds:
-                raise PolicyStall(
+                raise PolicyStallError(
                     f"{self.name} left {state.active.size} waiting jobs on an idle cluster for "
                     f"{self.max_idle_rounds} rounds at t={state.time / 3600:.1f} h; the "
                     "policy never places them (retrain it, or raise max_idle_rounds)"
                 )
-            self.wake_time = state.time + self.round_s
+            self.wake_time = state.time + self.settings.round_s
         else:
             self._idle_rounds = 0
         return alloc

@@ -64,16 +64,12 @@ class EpisodeSpec:
     mode: str
 
 
-def episode_spec(
-    seed: int, index: int, items: list[CurriculumItem], mode: str
-) -> EpisodeSpec:
+def episode_spec(seed: int, index: int, items: list[CurriculumItem], mode: str) -> EpisodeSpec:
     """Episode ``index`` of a run seeded ``seed``: an item uniformly, a seed in its range."""
     rng = np.random.default_rng([int(seed), int(index)])
     i = int(rng.integers(len(items)))
     it = items[i]
-    return EpisodeSpec(
-        i, int(rng.integers(it.seed_lo, it.seed_hi)), int(rng.integers(2**62)), mode
-    )
+    return EpisodeSpec(i, int(rng.integers(it.seed_lo, it.seed_hi)), int(rng.integers(2**62)), mode)
 
 
 def discounts(dt: NDArray[np.float64], gamma: float, ref_s: float) -> NDArray[np.float64]:
@@ -193,6 +189,8 @@ def _init_worker(envs: list[TeamEnv], conf: MAIFSAgentConf, dims: dict[str, int]
     from hetsched.agents.acting import build_net
 
     torch.set_num_threads(1)
+    for env in envs:  # parse the traces now, not in the first episode
+        env.reset(np.random.default_rng(0))
     _W.update(
         envs=envs,
         conf=conf,

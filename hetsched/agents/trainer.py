@@ -19,7 +19,7 @@ The loop (:meth:`Trainer.run`) reads top to bottom:
    each phase: ``{phase}_{step}.pt``.
 
 ``max_wall_s`` and ``max_env_steps`` cap the whole run, both phases. A loss or weight that
-stops being finite ends the run with :class:`~hetsched.agents.learner.TrainingDiverged`; no
+stops being finite ends the run with :class:`~hetsched.agents.learner.TrainingDivergedError`; no
 checkpoint with such weights is written. Episodes are played here or by ``num_workers`` worker
 processes (:mod:`hetsched.agents.rollout`), the same episodes either way. Episodes never
 straddle an update, so a checkpoint (network, optimizer, counters, RNG states) taken after an
@@ -47,8 +47,8 @@ from hetsched.agents.acting import build_net, env_settings, net_dims
 from hetsched.agents.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from hetsched.agents.config import CurriculumItem, TrainConfig
 from hetsched.agents.driver import TeamEnv
-from hetsched.agents.learner import TrainingDiverged, bc_fit, ppo_update
-from hetsched.agents.network import EVICT_HEAD, MAIFSNet
+from hetsched.agents.learner import TrainingDivergedError, bc_fit, ppo_update
+from hetsched.agents.network import EVICT_HEAD
 from hetsched.agents.rollout import (
     Episode,
     RolloutWorkers,
@@ -151,9 +151,7 @@ class Trainer:
         if cfg.resume:
             self._restore(Path(cfg.resume))
 
-    def _build_envs(
-        self, envs: list[TeamEnv] | None
-    ) -> tuple[list[CurriculumItem], list[TeamEnv]]:
+    def _build_envs(self, envs: list[TeamEnv] | None) -> tuple[list[CurriculumItem], list[TeamEnv]]:
         items = list(self.conf.curriculum)
         max_steps = self.conf.env.max_steps
         if envs is not None:
@@ -205,7 +203,7 @@ class Trainer:
         """Train to the configured budget; return the best checkpoint's path.
 
         Raises:
-            TrainingDiverged: If a loss or weight stops being finite (the message names the
+            TrainingDivergedError: If a loss or weight stops being finite (the message names the
                 step, the phase and the last checkpoint written).
         """
         from torch.utils.tensorboard import SummaryWriter
@@ -223,10 +221,10 @@ class Trainer:
             self.train_ppo()
             self.maybe_evaluate(force=self.last_eval != self.env_steps)
             final = self.checkpoint()
-        except TrainingDiverged as err:
+        except TrainingDivergedError as err:
             last = sorted((self.run_dir / "checkpoints").glob("*_*.pt"), key=_step_of)
             where = f"last good checkpoint {last[-1]}" if last else "no checkpoint written"
-            raise TrainingDiverged(
+            raise TrainingDivergedError(
                 f"training diverged at env step {self.env_steps} (phase {self.phase}): {err}; "
                 f"{where}; lower the learning rate (agent.{self.phase}.lr="
                 f"{self.opt.param_groups[0]['lr']:g})"
@@ -261,9 +259,7 @@ class Trainer:
     # ------------------------------------------------------------------ episodes
     def play_episodes(self, n: int, mode: str) -> list[Episode]:
         """Play the run's next ``n`` episodes (here, or on the workers in one wave)."""
-        specs = [
-            episode_spec(self.cfg.seed, self.episodes + i, self.items, mode) for i in range(n)
-        ]
+        specs = [episode_spec(self.cfg.seed, self.episodes + i, self.items, mode) for i in range(n)]
         if self.workers is not None:
             return self.workers.play(self.net, specs)
         return [play(self.envs[s.item], self.net, self.conf, self.teacher, s) for s in specs]

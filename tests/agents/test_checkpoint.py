@@ -71,10 +71,10 @@ def test_mismatch_errors(run_a: tuple[Path, Trainer], tmp_path: Path) -> None:
     with pytest.raises(CheckpointError, match="size"):
         pol.reset(
             resolve_cluster("sia_64"),
-            tiny_env(tr.conf, tiny_tm()).core.workload_source,
+            tiny_env(tr.conf, tiny_tm()).core.workload_source,  # type: ignore[arg-type]
             big,
             np.random.default_rng(0),
-        )  # type: ignore[arg-type]
+        )
 
 
 def test_resume_is_exact(run_a: tuple[Path, Trainer], tmp_path: Path) -> None:

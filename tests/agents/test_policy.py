@@ -10,7 +10,7 @@ from helpers import fast_config, preempt_env, tiny_tm
 
 from hetsched.agents.acting import Acting, build_net, env_settings, net_dims
 from hetsched.agents.driver import TeamEnv
-from hetsched.agents.policy import ActorPolicy, MAIFSPolicy, PolicyStall, TeacherPolicy
+from hetsched.agents.policy import ActorPolicy, MAIFSPolicy, PolicyStallError, TeacherPolicy
 from hetsched.agents.teacher import SJFTeacher
 from hetsched.envs.core import EnvCore
 from hetsched.envs.spaces import EnvSettings
@@ -178,7 +178,9 @@ def test_a_policy_that_never_places_stops_with_an_error_not_a_hang() -> None:
     tm, cl, wl = _idle_instance()
     settings = EnvSettings(window=4, advance="event", round_s=60)
     never = ActorPolicy(settings, lambda c: np.zeros(c.N, dtype=np.int64), "never", 50)
-    with pytest.raises(PolicyStall, match="never left 1 waiting jobs on an idle cluster for 50"):
+    with pytest.raises(
+        PolicyStallError, match="never left 1 waiting jobs on an idle cluster for 50"
+    ):
         _run(never, cl, wl, tm)
 
 

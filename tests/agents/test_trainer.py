@@ -105,7 +105,7 @@ def test_teacher_baseline_is_the_teacher_this_run_clones(tmp_path: Path) -> None
     tm = tiny_tm()
     tr = Trainer(cfg, tmp_path, throughput=tm, envs=[tiny_env(cfg.agent, tm)])
     pol = tr._baseline_factory()()
-    teacher = pol.actor.__self__  # type: ignore[union-attr]
+    teacher = getattr(pol.actor, "__self__", None)
     assert isinstance(teacher, SJFTeacher)
     assert (teacher.fungible, teacher.long_s) == (False, 1800.0)
     assert pol.settings.window == cfg.agent.env.window
@@ -140,7 +140,7 @@ def test_training_app_end_to_end(tmp_path: Path) -> None:
     last = int(steps[-1])
     for tag, ev in _events(run).items():
         st = [e[0] for e in ev]
-        assert st == sorted(st) and 0 <= st[0] and st[-1] <= last, (tag, st)
+        assert st == sorted(st) and st[0] >= 0 and st[-1] <= last, (tag, st)
     tags = _scalars(run)
     want = {
         "rollout/episode_return", "rollout/steps_per_s", "rollout/teacher_avg_jct_h",
@@ -156,8 +156,7 @@ def test_a_diverging_run_stops_with_a_clear_error_and_writes_no_nan_checkpoint(
     tmp_path: Path,
 ) -> None:
     """``agent.ppo.lr=100`` used to train to all-NaN weights and name them best."""
-    from hetsched.agents.learner import TrainingDiverged
-
+    from hetsched.agents.learner import TrainingDivergedError
     from hetsched.sim.throughput import default_throughput
 
     cfg = fast_config(steps=2000, lr=100.0)
@@ -166,7 +165,9 @@ def test_a_diverging_run_stops_with_a_clear_error_and_writes_no_nan_checkpoint(
     e.workload_kwargs, e.seeds = {"start": 55000, "num_jobs": 8}, [50]
     tm = default_throughput()
     tr = Trainer(cfg, tmp_path, throughput=tm, envs=[tiny_env(cfg.agent, tm, jobs=3)])
-    with pytest.raises(TrainingDiverged, match=r"diverged at env step \d+ \(phase ppo\).*lr=100"):
+    with pytest.raises(
+        TrainingDivergedError, match=r"diverged at env step \d+ \(phase ppo\).*lr=100"
+    ):
         tr.run()
     written = sorted((tmp_path / "checkpoints").glob("*.pt"))
     assert written, "the checkpoint before the divergence is kept"

@@ -4,8 +4,9 @@ For each worker count in ``--workers``, plays the same ``--episodes`` episodes (
 as in PPO: env step + observations + masks + graph + network forward + ordered decision) in
 worker processes (:class:`hetsched.agents.rollout.RolloutWorkers`; 1 = in this process), and
 reports env steps/s and the speed-up over the first count, all measured in this one run. Then
-times one PPO update over the collected steps. Pool start-up (process spawn, env building) is
-excluded from the rollout time and reported separately::
+times one PPO update over the collected steps. Pool start-up (process spawn, env building, one
+untimed warm-up wave of episodes per process) is excluded from the rollout time and reported
+separately::
 
     python scripts/bench_train.py --workers 1 2 --episodes 4 --num-jobs 60
 
@@ -50,6 +51,8 @@ def main() -> None:
     for w in args.workers:
         t0 = time.perf_counter()
         tr.workers = RolloutWorkers(tr.envs, cfg.agent, tr.dims, w) if w > 1 else None
+        tr.episodes = args.episodes  # warm-up wave (caches and compiled kernels per process)
+        tr.play_episodes(w, "agent")
         t1 = time.perf_counter()
         eps = []
         for i in range(0, args.episodes, w):  # waves of w episodes, as the trainer plays them

@@ -23,6 +23,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 import hetsched
@@ -61,6 +62,27 @@ def non_finite(state: dict[str, Any]) -> list[str]:
         for k, v in state.items()
         if isinstance(v, torch.Tensor) and v.is_floating_point() and not bool(v.isfinite().all())
     ]
+
+
+def numpy_state(rng: np.random.Generator) -> dict[str, int]:
+    """A PCG64 generator's state as plain integers (stored in checkpoints)."""
+    bg = rng.bit_generator.state
+    return {
+        "state": int(bg["state"]["state"]),
+        "inc": int(bg["state"]["inc"]),
+        "has_uint32": int(bg["has_uint32"]),
+        "uinteger": int(bg["uinteger"]),
+    }
+
+
+def set_numpy_state(rng: np.random.Generator, r: dict[str, Any]) -> None:
+    """Restore a PCG64 generator from :func:`numpy_state`'s dict."""
+    rng.bit_generator.state = {
+        "bit_generator": "PCG64",
+        "state": {"state": int(r["state"]), "inc": int(r["inc"])},
+        "has_uint32": int(r["has_uint32"]),
+        "uinteger": int(r["uinteger"]),
+    }
 
 
 def save_checkpoint(path: Path, payload: dict[str, Any]) -> Path:

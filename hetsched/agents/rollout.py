@@ -181,6 +181,29 @@ def play(
     )
 
 
+def rollout_scalars(eps: list[Episode], rate: float) -> dict[str, dict[str, float]]:
+    """TensorBoard scalars of a PPO collection by namespace: ``rollout`` (return, length,
+    env steps/s), ``reward`` (each component's mean episode sum) and ``cluster`` (metrics of
+    the finished episodes)."""
+    out = {
+        "rollout": {
+            "episode_return": float(np.mean([e.reward.sum() for e in eps])),
+            "episode_length": float(np.mean([e.length for e in eps])),
+            "steps_per_s": rate,
+        },
+        "reward": {
+            k.removeprefix("reward_"): float(np.mean([e.parts.get(k, 0.0) for e in eps]))
+            for k in sorted({k for e in eps for k in e.parts})
+        },
+    }
+    fin = [e.metrics for e in eps if e.metrics]
+    if fin:
+        out["cluster"] = {
+            k: float(np.mean([m[k] for m in fin])) for k in ("avg_jct_h", "makespan_h", "restarts")
+        }
+    return out
+
+
 # ---------------------------------------------------------------------- worker processes
 _W: dict[str, Any] = {}  # a worker's envs, network, config and teacher
 

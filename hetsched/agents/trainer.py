@@ -44,7 +44,13 @@ import torch
 from omegaconf import OmegaConf
 
 from hetsched.agents.acting import build_net, env_settings, net_dims
-from hetsched.agents.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from hetsched.agents.checkpoint import (
+    CheckpointError,
+    load_checkpoint,
+    numpy_state,
+    save_checkpoint,
+    set_numpy_state,
+)
 from hetsched.agents.config import CurriculumItem, TrainConfig
 from hetsched.agents.driver import TeamEnv
 from hetsched.agents.learner import TrainingDivergedError, bc_fit, ppo_update
@@ -56,6 +62,7 @@ from hetsched.agents.rollout import (
     episode_spec,
     gae,
     play,
+    rollout_scalars,
 )
 from hetsched.agents.teacher import SJFTeacher
 from hetsched.envs.presets import (
@@ -424,37 +431,12 @@ class Trainer:
 
     def log_rollout(self, eps: list[Episode], rate: float) -> None:
         """Rollout, reward-component and cluster metrics of the collected episodes."""
-        self.log_scalars(
-            "rollout",
-            {
-                "episode_return": float(np.mean([e.reward.sum() for e in eps])),
-                "episode_length": float(np.mean([e.length for e in eps])),
-                "steps_per_s": rate,
-            },
-        )
-        keys = sorted({k for e in eps for k in e.parts})
-        self.log_scalars(
-            "reward",
-            {
-                k.removeprefix("reward_"): float(np.mean([e.parts.get(k, 0.0) for e in eps]))
-                for k in keys
-            },
-        )
-        fin = [e.metrics for e in eps if e.metrics]
-        if fin:
-            self.log_scalars(
-                "cluster",
-                {
-                    "avg_jct_h": float(np.mean([m["avg_jct_h"] for m in fin])),
-                    "makespan_h": float(np.mean([m["makespan_h"] for m in fin])),
-                    "restarts": float(np.mean([m["restarts"] for m in fin])),
-                },
-            )
+        for ns, d in rollout_scalars(eps, rate).items():
+            self.log_scalars(ns, d)
 
     # ------------------------------------------------------------------ checkpoints
     def _payload(self) -> dict[str, Any]:
         cfg_dict = OmegaConf.to_container(OmegaConf.structured(self.conf), resolve=True)
-        bg = self.rng.bit_generator.state
         return {
             "model": self.net.state_dict(),
             "optimizer": self.opt.state_dict(),
@@ -469,15 +451,7 @@ class Trainer:
             "best": self.best,
             "last_eval": self.last_eval,
             "baseline": self.baseline or {},
-            "rng": {
-                "numpy": {
-                    "state": int(bg["state"]["state"]),
-                    "inc": int(bg["state"]["inc"]),
-                    "has_uint32": int(bg["has_uint32"]),
-                    "uinteger": int(bg["uinteger"]),
-                },
-                "torch": torch.get_rng_state(),
-            },
+            "rng": {"numpy": numpy_state(self.rng), "torch": torch.get_rng_state()},
         }
 
     def checkpoint(self) -> Path:
@@ -502,13 +476,7 @@ class Trainer:
         self.last_eval = int(ck["last_eval"])
         self.last_ckpt = self.env_steps
         self.baseline = dict(ck["baseline"]) or None
-        r = ck["rng"]["numpy"]
-        self.rng.bit_generator.state = {
-            "bit_generator": "PCG64",
-            "state": {"state": int(r["state"]), "inc": int(r["inc"])},
-            "has_uint32": int(r["has_uint32"]),
-            "uinteger": int(r["uinteger"]),
-        }
+        set_numpy_state(self.rng, ck["rng"]["numpy"])
         torch.set_rng_state(ck["rng"]["torch"])
 
 

@@ -189,6 +189,7 @@ def test_budgets_cap_behaviour_cloning_too(tmp_path: Path) -> None:
     assert (tmp_path / "checkpoints" / f"bc_{tr.env_steps}.pt").is_file()
 
 
+@pytest.mark.slow
 def test_worker_processes_play_the_same_episodes(tmp_path: Path) -> None:
     """``num_workers=2`` keeps exactly the episodes a single process plays."""
     from hetsched.agents.rollout import RolloutWorkers

@@ -50,7 +50,7 @@ def main() -> None:
     eps: list[Episode] = []
     for w in args.workers:
         t0 = time.perf_counter()
-        tr.workers = RolloutWorkers(tr.envs, cfg.agent, tr.dims, w) if w > 1 else None
+        tr.workers = RolloutWorkers(tr.envs, cfg.agent, tr.net, w) if w > 1 else None
         tr.episodes = args.episodes  # warm-up wave (caches and compiled kernels per process)
         tr.play_episodes(w, "agent")
         t1 = time.perf_counter()

@@ -9,7 +9,6 @@ whose workers each hold the curriculum's envs and a copy of the network).
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +19,7 @@ from numpy.typing import NDArray
 from hetsched.agents.acting import Acting, agent_masks, graph_of
 from hetsched.agents.config import CurriculumItem, MAIFSAgentConf
 from hetsched.agents.driver import TeamEnv
-from hetsched.agents.network import MAIFSNet, NetDims
+from hetsched.agents.network import MAIFSNet
 from hetsched.agents.teacher import SJFTeacher
 from hetsched.envs.core import EnvCore
 
@@ -208,54 +207,49 @@ def rollout_scalars(eps: list[Episode], rate: float) -> dict[str, dict[str, floa
 _W: dict[str, Any] = {}  # a worker's envs, network, config and teacher
 
 
-def _init_worker(envs: list[TeamEnv], conf: MAIFSAgentConf, dims: dict[str, int]) -> None:
-    from hetsched.agents.acting import build_net
-
+def _init_worker(envs: list[TeamEnv], conf: MAIFSAgentConf, net: MAIFSNet) -> None:
     torch.set_num_threads(1)
     for env in envs:  # parse the traces now, not in the first episode
         env.reset(np.random.default_rng(0))
     _W.update(
         envs=envs,
         conf=conf,
-        net=build_net(conf.net, NetDims(**dims)),
+        net=net,
         teacher=SJFTeacher.for_agent(conf),
     )
 
 
-def _play_remote(weights: bytes, spec: EpisodeSpec) -> Episode:
-    state = torch.load(io.BytesIO(weights), weights_only=True)
-    net: MAIFSNet = _W["net"]
-    net.load_state_dict(state)
-    return play(_W["envs"][spec.item], net, _W["conf"], _W["teacher"], spec)
+def _play_remote(spec: EpisodeSpec) -> Episode:
+    return play(_W["envs"][spec.item], _W["net"], _W["conf"], _W["teacher"], spec)
 
 
 class RolloutWorkers:
     """A pool of worker processes that play episodes (``torch.multiprocessing``, spawn).
 
+    The network's weights are moved to shared memory (``share_memory()``): the workers read the
+    very tensors the optimizer updates in place, so no weights are sent per episode. Updates
+    happen only between collections, while no worker plays.
+
     Args:
         envs: The curriculum's envs (each worker gets a copy).
         conf: The agent config.
-        dims: The network's layout.
+        net: The trained network (its parameters are moved to shared memory).
         num_workers: Processes (>= 2; with one, play in the trainer's process instead).
     """
 
     def __init__(
-        self, envs: list[TeamEnv], conf: MAIFSAgentConf, dims: NetDims, num_workers: int
+        self, envs: list[TeamEnv], conf: MAIFSAgentConf, net: MAIFSNet, num_workers: int
     ) -> None:
         import torch.multiprocessing as mp
 
         self.num_workers = int(num_workers)
+        net.share_memory()
         ctx = mp.get_context("spawn")
-        self.pool = ctx.Pool(
-            self.num_workers, initializer=_init_worker, initargs=(envs, conf, dims.as_dict())
-        )
+        self.pool = ctx.Pool(self.num_workers, initializer=_init_worker, initargs=(envs, conf, net))
 
-    def play(self, net: MAIFSNet, specs: list[EpisodeSpec]) -> list[Episode]:
-        """Play ``specs`` with the current weights of ``net``; episodes in the specs' order."""
-        buf = io.BytesIO()
-        torch.save(net.state_dict(), buf)
-        weights = buf.getvalue()
-        return list(self.pool.starmap(_play_remote, [(weights, s) for s in specs]))
+    def play(self, specs: list[EpisodeSpec]) -> list[Episode]:
+        """Play ``specs`` with the network's current weights; episodes in the specs' order."""
+        return list(self.pool.map(_play_remote, specs))
 
     def close(self) -> None:
         """Stop the workers."""

@@ -218,7 +218,7 @@ class Trainer:
         self._t0 = time.monotonic()
         self.writer = SummaryWriter(str(self.run_dir / "tb"), purge_step=self.env_steps or None)
         if self.cfg.num_workers > 1:
-            self.workers = RolloutWorkers(self.envs, self.conf, self.dims, self.cfg.num_workers)
+            self.workers = RolloutWorkers(self.envs, self.conf, self.net, self.cfg.num_workers)
         try:
             if self.phase == "bc":
                 self.behaviour_cloning()
@@ -268,7 +268,7 @@ class Trainer:
         """Play the run's next ``n`` episodes (here, or on the workers in one wave)."""
         specs = [episode_spec(self.cfg.seed, self.episodes + i, self.items, mode) for i in range(n)]
         if self.workers is not None:
-            return self.workers.play(self.net, specs)
+            return self.workers.play(specs)
         return [play(self.envs[s.item], self.net, self.conf, self.teacher, s) for s in specs]
 
     def collect(self) -> list[Episode]:

@@ -220,3 +220,23 @@ def test_worker_processes_play_the_same_episodes(tmp_path: Path) -> None:
         a.length != b.length or not np.array_equal(a.actions, b.actions)
         for a, b in zip(here, here_after, strict=True)
     )
+
+
+@pytest.mark.slow
+def test_training_app_stops_a_diverging_run_with_exit_code_2(tmp_path: Path) -> None:
+    """``agent.ppo.lr=100`` through ``scripts/train.py``: one line on stderr, exit code 2."""
+    run = tmp_path / "run"
+    cmd = [
+        sys.executable, str(ROOT / "scripts" / "train.py"),
+        "agent=maifs", "agent.curriculum=[]", "workload.num_jobs=12", "workload.start=55000",
+        "workload.busiest=false", "agent.bc.episodes=1", "agent.bc.dagger_rounds=0",
+        "agent.bc.epochs=1", "agent.ppo.env_steps=4000", "agent.ppo.rollout_steps=24",
+        "agent.ppo.lr=100", "agent.eval.every=0", "progress=false", f"hydra.run.dir={run}",
+    ]  # fmt: skip
+    res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert res.returncode == 2, res.stderr[-3000:]
+    err = [line for line in res.stderr.splitlines() if line.startswith("error:")]
+    assert len(err) == 1 and "diverged" in err[0] and "agent.ppo.lr=100" in err[0]
+    assert "Traceback" not in res.stderr
+    for p in (run / "checkpoints").glob("*.pt"):
+        load_checkpoint(p)  # nothing non-finite was written

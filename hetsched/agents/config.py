@@ -7,7 +7,7 @@ puts the schemas into Hydra's ConfigStore; :func:`hetsched.config.register_confi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
@@ -26,9 +26,6 @@ class AgentEnvConf:
         max_decisions_per_round: Decision steps after which a round's time advances anyway.
         fungible: Allow GPU/CPU/memory levels other than the request (False: ablation with
             only the 1.0 levels legal).
-        long_guard_s: Long-job guard threshold (s; null = off): see
-            :func:`hetsched.agents.agent.agent_masks`.
-        guard_rel_rate: Rate fraction below which the guard keeps a long job off a node.
         reward_jobs: Weight of the jobs-in-system integral.
         reward_makespan: Weight of the terminal makespan term.
         reward_conflict: Penalty per lost claim.
@@ -51,8 +48,6 @@ class AgentEnvConf:
     round_s: float = 60.0
     max_decisions_per_round: int = 32
     fungible: bool = True
-    long_guard_s: float | None = None
-    guard_rel_rate: float = 0.5
     reward_jobs: float = 1.0
     reward_makespan: float = 0.1
     reward_conflict: float = 0.01
@@ -108,24 +103,17 @@ class BCConf:
         value_coef: Weight of the critic's regression on the teacher's returns.
         long_weight: Loss weight of agents whose teacher action claims a long job (the rare
             makespan-critical decisions; see :meth:`Trainer._label_weights`).
-        evict_only: Clone only the teacher's eviction decisions (preemptive env; e.g. to warm
-            up a new eviction head on a trained placement network): each agent with a legal
-            eviction is fit to "evict this slot" or "do not evict" (the total probability of
-            its placement actions and the no-op); which placement it makes is not cloned.
-        anchor: Weight of the placement anchor (:attr:`PPOConf.anchor`) during cloning.
     """
 
     episodes: int = 24
-    dagger_rounds: int = 3
+    dagger_rounds: int = 4
     dagger_episodes: int = 8
     buffer_episodes: int = 40
-    epochs: int = 6
+    epochs: int = 8
     lr: float = 1e-3
     batch: int = 64
     value_coef: float = 0.5
     long_weight: float = 1.0
-    evict_only: bool = False
-    anchor: float = 0.0
 
 
 @dataclass
@@ -146,19 +134,9 @@ class PPOConf:
         vf_coef: Value-loss weight.
         max_grad_norm: Gradient-norm clip.
         attn_reg: L2 penalty on the attention logits (MAAC).
-        rules_preset: A scheduler preset (``conf/scheduler/``, e.g. ``maifs``) whose rules act
-            around the agents during the PPO rollouts: each episode runs the simulator with
-            :class:`~hetsched.agents.policy.MAIFSPolicy` (that preset's rules, this network
-            sampling) and records the network's decision steps, so the agents learn what the
-            rules leave to them. Null (default): the bare env, as before.
-        anchor: Weight of a KL penalty ``KL(ref || net)`` between the placement choices (the
-            no-op and the claims, renormalised without the evictions) of a frozen reference
-            network, the ``init=`` checkpoint, and of the trained one, averaged over the agents
-            with a legal claim. It keeps a trained placement policy from drifting while a new
-            eviction head learns. 0 (default): off; above 0 needs ``init=``.
     """
 
-    env_steps: int = 20_000
+    env_steps: int = 40_000
     rollout_steps: int = 512
     epochs: int = 4
     batch: int = 64
@@ -171,8 +149,6 @@ class PPOConf:
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
     attn_reg: float = 1e-3
-    rules_preset: str | None = None
-    anchor: float = 0.0
 
 
 @dataclass
@@ -191,6 +167,20 @@ class CurriculumItem:
     workload_kwargs: dict[str, Any] = field(default_factory=dict)
     seed_lo: int = 0
     seed_hi: int = 10
+
+
+def philly_curriculum() -> list[CurriculumItem]:
+    """The default training distributions: four Philly stretches on two cluster shapes.
+
+    Held out: the busiest window (the ``workload=philly`` preset's default, from sorted job
+    42734), the validation window of :class:`EvalConf` (from job 55000) and every seed >= 10.
+    """
+    windows = [("sia_64", 50000, 300), ("sia_64", 65000, 200)]
+    windows += [("pai_mixed", 60000, 300), ("pai_mixed", 72000, 200)]
+    return [
+        CurriculumItem(cluster=c, workload_kwargs={"start": s, "num_jobs": n})
+        for c, s, n in windows
+    ]
 
 
 @dataclass
@@ -213,7 +203,9 @@ class EvalConf:
     baseline: str = "fifo"
     cluster: str | None = None
     workload: str | None = None
-    workload_kwargs: dict[str, Any] = field(default_factory=lambda: {"start": 55000})
+    workload_kwargs: dict[str, Any] = field(
+        default_factory=lambda: {"start": 55000, "num_jobs": 300}
+    )
     seeds: list[int] = field(default_factory=lambda: [50, 51])
 
 
@@ -229,7 +221,7 @@ class MAIFSAgentConf:
     teacher: TeacherConf = field(default_factory=TeacherConf)
     bc: BCConf = field(default_factory=BCConf)
     ppo: PPOConf = field(default_factory=PPOConf)
-    curriculum: list[CurriculumItem] = field(default_factory=lambda: [CurriculumItem()])
+    curriculum: list[CurriculumItem] = field(default_factory=philly_curriculum)
     eval: EvalConf = field(default_factory=EvalConf)
 
     def __post_init__(self) -> None:
@@ -257,10 +249,17 @@ class TrainConfig:
         init: Checkpoint whose weights start a new run (no optimizer or counters; the
             behaviour-cloning phase still runs unless ``bc.episodes`` and ``bc.dagger_rounds``
             are 0).
-        out: Final checkpoint copy (e.g. ``checkpoints/maifs_default.pt``); null = none.
-        progress: tqdm progress bar.
-        max_wall_s: Stop the PPO phase after this many wall-clock seconds (null: no limit; a
-            time-limited run is not reproducible step for step).
+        out: Copy of the run's result (``best.pt``, else the last checkpoint) to this path,
+            e.g. ``out=my_maifs.pt``; null = none.
+        progress: One tqdm progress bar per phase (behaviour cloning in episodes, PPO in env
+            steps).
+        max_wall_s: Stop training (either phase) after this many wall-clock seconds (null: no
+            limit; a time-limited run is not reproducible step for step).
+        max_env_steps: Stop training (either phase) after this many env steps in all (null: no
+            limit beyond the phases' own budgets).
+        num_workers: Worker processes that play episodes (1: in this process). Episodes are
+            seeded one by one from the run's generator, so the count changes the wall time,
+            not which episodes are played.
     """
 
     agent: MAIFSAgentConf = field(default_factory=MAIFSAgentConf)
@@ -274,198 +273,53 @@ class TrainConfig:
     out: str | None = None
     progress: bool = True
     max_wall_s: float | None = None
+    max_env_steps: int | None = None
+    num_workers: int = 1
+
+    def __post_init__(self) -> None:
+        if isinstance(self.num_workers, bool) or not int(self.num_workers) >= 1:
+            raise ValueError(f"num_workers={self.num_workers!r} must be an integer >= 1")
+        for name in ("max_wall_s", "max_env_steps"):
+            v = getattr(self, name)
+            if v is not None and not v > 0:
+                raise ValueError(f"{name}={v!r} must be positive (or null: no limit)")
+
+
+#: Rounds in a row a scheduler may leave an idle cluster idle while jobs wait, none is still to
+#: arrive and it places nothing, before the run stops with an error
+#: (:class:`hetsched.agents.policy.PolicyStallError`).
+MAX_IDLE_ROUNDS = 1440  # a simulated day of 60-s rounds
 
 
 @dataclass
 class MAIFSSchedulerConf:
-    """:class:`hetsched.agents.policy.MAIFSPolicy` as an evaluation scheduler.
+    """:class:`hetsched.agents.policy.MAIFSPolicy`: the trained network as a scheduler.
 
     Attributes:
-        checkpoint: Checkpoint path; null = the shipped ``checkpoints/maifs_default.pt`` (with
-            its ensemble members, see ``ensemble``).
-        greedy: Argmax actions (False: sample with the run's generator).
-        conflict: Override the checkpoint's conflict mode (``ordered``, ``maxsum``, ``none``).
-        long_guard_s: Turn on the long-job guard (s); null = the checkpoint's setting.
-        starve_guard_s: Turn on the starvation guard (s; null = off): see
-            :class:`hetsched.agents.policy.CoreActorPolicy`.
-        migrate_gain: Move running jobs to idle faster GPUs when that saves at least this
-            fraction of their remaining time (null = off): see
-            :class:`hetsched.agents.policy.CoreActorPolicy`.
-        preempt_ratio: Preempt a running job for a waiting job this many times shorter than
-            its remaining time (null = off): see :class:`hetsched.agents.policy.CoreActorPolicy`.
-        preempt_wait_s: Waiting time (s) after which a job may preempt.
-        preempt_max: Times the rule may preempt one job.
-        preempt_every_s: Seconds of holding GPUs that earn a job one more preemption beyond
-            ``preempt_max`` (null = off).
-        preempt_gangs: The preemption rules and the makespan guard may also take as victims
-            gangs held on the fewest nodes that hold them: see
-            :class:`hetsched.agents.policy.CoreActorPolicy`.
-        fast_wait_s: Place a job that has waited this long (s) when a node of its fastest GPU
-            type holds it (null = off): see :class:`hetsched.agents.policy.CoreActorPolicy`.
-        fast_max_s: Longest estimated run time (s) of a job the fast-GPU guard places.
-        elastic_gain: Size elastic jobs' requests by their scaling, keeping doublings that speed
-            them up at least this many times (null = off): see
-            :class:`hetsched.agents.policy.CoreActorPolicy`.
-        elastic_max_s: Elastic jobs estimated to run longer than this (s) keep their request
-            (null = no limit).
-        grow_gain: Double a running elastic job onto idle GPUs when no job waits and that saves
-            at least this fraction of its remaining time (null = off): see
-            :class:`hetsched.agents.policy.CoreActorPolicy`.
-        keep_memory: Raise the agents' memory levels below the request to the request where
-            legal (the memory guard): see :class:`hetsched.agents.policy.CoreActorPolicy`.
-        grow_factor: Largest multiple of its GPU count one growth may give a job (2 = a
-            doubling; 4 or 8 also weigh two or three doublings at once, on any allowed type).
-        grow_at_request: A growth gives the job at least its requested CPU and memory per GPU.
-        shrink_order: Which job above its request shrinks first while jobs wait: ``excess``
-            (furthest above it) or ``restart_cost`` (whose restart idles the fewest GPU-seconds).
-        shrink_fastest: Only jobs on the first waiting job's fastest GPU type shrink for it.
-        critical_s: Place a waiting job estimated to run at least this long (s) that would
-            finish after every running job (it sets the makespan) at once on its fastest GPU
-            type, preempting far shorter jobs if needed (null = off): see
-            :class:`hetsched.agents.policy.CoreActorPolicy`.
-        critical_ratio: A job the makespan guard preempts must be estimated to finish this many
-            times sooner than the guarded job runs.
-        critical_wait_s: Waiting time (s) after which the makespan guard acts.
-        mem_hold_phi: The memory hold: an agents' placement whose memory share slows the job
-            below this speed factor is raised to the most memory legal, or withdrawn when
-            another node could do better (null = off): see
-            :class:`hetsched.agents.policy.CoreActorPolicy`.
-        preempt_fast: Preemption for a much faster GPU: a rigid waiting job whose fastest GPU
-            type runs it this many times faster than the best node free now may preempt there
-            at once (needs ``preempt_ratio``; null = off): see
-            :class:`hetsched.agents.policy.CoreActorPolicy`.
-        wake: Timed wake-ups: also decide when a waiting job reaches the starvation guard's
-            threshold (``starve``) or any rule's waiting threshold (``all``), not only at
-            arrivals and completions (null = off): see
-            :class:`hetsched.agents.policy.CoreActorPolicy`.
-        critical_min_rel: When the makespan guard can neither place nor make room for its job
-            on its fastest GPU type, place it on the fastest type with room now that runs it
-            at least this fraction of its fastest speed (null = it waits): see
-            :class:`hetsched.agents.policy.CoreActorPolicy`.
-        eft_gain: The earliest-finish placement: a waiting rigid job starts now on a slower GPU
-            type when that finishes it sooner, by this fraction, than waiting for its fastest
-            type, unless it would then finish last (null = off): see
-            :class:`hetsched.agents.policy.CoreActorPolicy`.
-        evict_allowance: One preemption allowance: the network's evictions count against the
-            rules' allowance (``preempt_max`` plus one per ``preempt_every_s`` held) and may
-            take only a job below it; the rules' victims count both (no effect without
-            eviction actions): see :class:`hetsched.agents.policy.CoreActorPolicy`.
-        evict_critical: The network may evict a job the makespan guard placed (false: it is
-            spared, as the preemption rules spare it).
-        starve_first: The starvation guard also runs before the agents' steps, over every
-            waiting job, longest-waiting first (needs ``starve_guard_s``): see
-            :class:`hetsched.agents.policy.CoreActorPolicy`.
-        critical_spread_cpu: The makespan guard's placements over several nodes take the most
-            CPU every node of the gang has room for, as its one-node placements do (false:
-            the requested CPU): see :class:`hetsched.agents.policy.CoreActorPolicy`.
-        critical_min_rel_s: Shortest estimated run time (s) of a job the makespan guard may
-            place on a slower type (``critical_min_rel``); null = every job it guards.
-        critical_slow_eft: The makespan guard places a job on a slower type only when it would
-            finish there before it would by waiting for its fastest type (estimated from the
-            running jobs' remaining times).
-        eft_elastic: The earliest-finish placement (``eft_gain``) also takes elastic jobs, at
-            the request elastic sizing gave them (false: rigid jobs only).
-        grow_waiting: Growth of elastic jobs (``grow_gain``) also while jobs wait, onto
-            nodes of GPU types no waiting job waits for (false: only when none waits).
-        grow_new: Growth of elastic jobs (``grow_gain``) also takes the jobs starting this
-            round, before their first start (false: only jobs that ran before the round).
-        elastic_teacher: With ``actor: network``, the teacher takes the decision steps whose
-            window holds elastic jobs only (rigid workloads are untouched): see
-            :func:`hetsched.agents.policy.elastic_split`.
-        actor: Who takes the decision steps: ``network`` (the trained agents) or ``teacher``
-            (the checkpoint's behaviour-cloning heuristic with the same window, levels and
-            rules; the ablation without the network): see
-            :class:`hetsched.agents.policy.MAIFSPolicy`.
-        window_order: Override the agents' window order (``arrival``, ``attained``, ``sjf``
-            or ``typed``; null = the checkpoint's, ``arrival``).
-        ensemble: Further checkpoint files whose networks act together with the checkpoint's
-            (the mean of their masked log-probabilities; same env settings required). null =
-            the shipped ensemble's four other members with the default checkpoint (and the
-            network acting), none otherwise; ``[]`` = the checkpoint's network alone: see
-            :class:`hetsched.agents.policy.MAIFSPolicy`.
-        evict_only: The checkpoint's network decides evictions only and the ``ensemble``
-            members alone vote on placements (the checkpoint needs an eviction head).
+        checkpoint: Checkpoint path; null = the shipped ``hetsched/checkpoints/maifs_default.pt``.
+        greedy: Argmax actions (false: sample with the run's generator).
+        max_idle_rounds: See :data:`MAX_IDLE_ROUNDS`.
     """
 
     _target_: str = "hetsched.agents.policy.MAIFSPolicy"
     checkpoint: str | None = None
-    ensemble: list[str] | None = None
-    evict_only: bool = False
     greedy: bool = True
-    conflict: str | None = None
-    long_guard_s: float | None = None
-    starve_guard_s: float | None = None
-    migrate_gain: float | None = None
-    preempt_ratio: float | None = None
-    preempt_wait_s: float = 0.0
-    preempt_max: int = 1
-    preempt_every_s: float | None = None
-    preempt_gangs: bool = False
-    fast_wait_s: float | None = None
-    fast_max_s: float = 3600.0
-    elastic_gain: float | None = None
-    elastic_max_s: float | None = None
-    grow_gain: float | None = None
-    keep_memory: bool = False
-    grow_factor: int = 2
-    grow_at_request: bool = False
-    shrink_order: str = "excess"
-    shrink_fastest: bool = False
-    critical_s: float | None = None
-    critical_ratio: float = 4.0
-    critical_wait_s: float = 0.0
-    mem_hold_phi: float | None = None
-    preempt_fast: float | None = None
-    wake: str | None = None
-    critical_min_rel: float | None = None
-    eft_gain: float | None = None
-    evict_allowance: bool = False
-    evict_critical: bool = True
-    starve_first: bool = False
-    critical_spread_cpu: bool = False
-    critical_min_rel_s: float | None = None
-    critical_slow_eft: bool = False
-    eft_elastic: bool = False
-    grow_waiting: bool = False
-    grow_new: bool = False
-    elastic_teacher: bool = False
-    actor: str = "network"
-    window_order: str | None = None
+    max_idle_rounds: int = MAX_IDLE_ROUNDS
 
 
 @dataclass
 class TeacherSchedulerConf:
-    """:class:`hetsched.agents.policy.TeacherPolicy` (the behaviour-cloning teacher)."""
+    """:class:`hetsched.agents.policy.TeacherPolicy`: the behaviour-cloning teacher as a
+    baseline (its settings as in :class:`TeacherConf` and :class:`AgentEnvConf`)."""
 
     _target_: str = "hetsched.agents.policy.TeacherPolicy"
-    window: int = 16
-    order: str = "sjf"
-    min_rel_rate: float = 0.5
-    fungible: bool = True
-    long_s: float = 10800.0
-    round_s: float = 60.0
-
-
-#: The rule settings of :class:`~hetsched.agents.policy.MAIFSPolicy`: the fields of the
-#: ``scheduler=maifs`` schema but those naming the checkpoint and how it acts.
-MAIFS_RULES: tuple[str, ...] = tuple(
-    f.name
-    for f in fields(MAIFSSchedulerConf)
-    if f.name not in ("_target_", "checkpoint", "ensemble", "evict_only", "greedy", "conflict")
-)
-
-
-def preset_rules(name: str = "maifs") -> dict[str, Any]:
-    """The rule settings of the scheduler preset ``conf/scheduler/<name>.yaml`` (composed as
-    ``scripts/evaluate.py`` composes it), by the names in :data:`MAIFS_RULES`.
-
-    Raises:
-        ValueError: If there is no such preset; the message lists those there are.
-    """
-    from hetsched.envs.presets import scheduler_node
-
-    node = scheduler_node(name)
-    return {k: node[k] for k in MAIFS_RULES}
+    window: int = AgentEnvConf.window
+    order: str = TeacherConf.order
+    min_rel_rate: float = TeacherConf.min_rel_rate
+    fungible: bool = AgentEnvConf.fungible
+    long_s: float = TeacherConf.long_s
+    round_s: float = AgentEnvConf.round_s
+    max_idle_rounds: int = MAX_IDLE_ROUNDS
 
 
 def register_agent_configs() -> None:

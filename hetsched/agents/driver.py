@@ -8,7 +8,7 @@ Training and evaluation share one piece of machinery, :class:`hetsched.envs.core
   :meth:`EnvCore.end_decision`, the same named reward components). It skips the PettingZoo
   dict plumbing only (the agent works on ``(N, D)`` arrays).
 * :class:`StateCore` is an ``EnvCore`` whose simulator is a read-only view of a
-  :class:`~hetsched.sim.engine.SimState`. :class:`hetsched.agents.policy.MAIFSPolicy` uses it to
+  :class:`~hetsched.sim.engine.SimState`. :class:`hetsched.agents.policy.ActorPolicy` uses it to
   rebuild, inside ``decide(state)``, the very observations, masks and claim resolution the
   agent saw in training, then returns the round's allocation instead of advancing time.
 
@@ -171,67 +171,6 @@ class StateCore(EnvCore):
         self._n_done = int((state.status == DONE).sum())
         self._admitted = int(np.searchsorted(self.wl.arrival, state.time, side="right"))
         self._start_round()
-
-    def release(self, jobs: NDArray[np.int64]) -> None:
-        """Preempt running jobs: drop their entries from this round and free their resources.
-
-        They do not join this round's candidate window (they become pending in the next one).
-
-        Args:
-            jobs: Job indices that run now, shape (R,).
-        """
-        drop = np.isin(self._cur.job, jobs)
-        if not drop.any():
-            raise ValueError(f"release({jobs.tolist()}): none of these jobs runs this round")
-        self.release_entries(drop)
-        self.refresh()
-
-    def place(
-        self,
-        job: int,
-        nodes: NDArray[np.int64],
-        gpus: NDArray[np.int64],
-        cpus: NDArray[np.float64],
-        mem: NDArray[np.float64],
-    ) -> None:
-        """Place ``job`` this round on distinct ``nodes`` with the given amounts (a rule's
-        placement outside the action space, e.g. a running job re-placed smaller).
-
-        The caller checks the room (:attr:`free_g`, :attr:`free_c`, :attr:`free_m`); the engine
-        validates the round's allocation.
-
-        Args:
-            job: Job index.
-            nodes: Distinct node indices, shape (E,).
-            gpus: GPUs per node, shape (E,).
-            cpus: CPU cores per node, shape (E,).
-            mem: Memory (GiB) per node, shape (E,).
-        """
-        if np.unique(nodes).size != nodes.size:
-            raise ValueError(f"place(job {job}): nodes {nodes.tolist()} repeat")
-        if (self.free_g[nodes] < gpus).any():
-            raise ValueError(f"place(job {job}): not enough free GPUs on nodes {nodes.tolist()}")
-        self._commit(
-            job,
-            nodes.astype(np.int64),
-            gpus.astype(np.int64),
-            cpus.astype(np.float64),
-            mem.astype(np.float64),
-        )
-        self.refresh()
-
-    def reorder_pending(self, order: NDArray[np.int64]) -> None:
-        """Permute the pending jobs (the window shows the first ``K`` not yet placed).
-
-        Args:
-            order: A permutation of ``range(len(self.pending))``.
-        """
-        if order.shape != self.pending.shape or not np.array_equal(
-            np.sort(order), np.arange(self.pending.size)
-        ):
-            raise ValueError(f"reorder_pending: not a permutation of {self.pending.size} jobs")
-        self.pending = self.pending[order]
-        self.refresh()
 
     def end_step(self, placed: int) -> bool:
         """Count a decision step; return whether the round goes on (same rule as the env).

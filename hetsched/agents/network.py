@@ -28,15 +28,11 @@ preemptive env ``hetsched/ClusterPreempt-v0``), ``H`` hidden size.
 5. **Centralised critic**: ``V(s) = MLP([mean_i h_i; max_i h_i; global])`` -- size-agnostic.
 
 Ablation switches: ``attention=False`` (no step 2: ``c_i = e_i``), ``graph=False`` (no step 3).
-
-:class:`PolicyEnsemble` averages several trained networks of one layout (a product of experts:
-the mean of their masked log-probabilities), which is how ``scheduler=maifs`` acts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 
 import torch
 from torch import Tensor, nn
@@ -267,116 +263,3 @@ class MAIFSNet(nn.Module):
         h = self.coordinate(c, adj)
         logits, value = self.heads_out(h, jobs, glob, res)
         return logits.masked_fill(~mask, NEG), value, reg
-
-
-class PolicyEnsemble(nn.Module):
-    """Several trained networks of one observation layout acting as one policy.
-
-    The ensemble's logits are the mean of the members' masked log-probabilities, so its policy
-    (their softmax) is the normalised geometric mean of the members' policies -- a product of
-    experts: an action only some members rate low is damped, and the argmax is the action the
-    members agree on most. Its value is the mean of theirs. Independently trained runs of one
-    recipe differ more than most rule changes do (``docs/maifs_log.md``), and averaging them
-    lowers that variance. Inference only: the trainer trains single networks.
-
-    Members with an eviction head (``NetDims.evict_slots = R``, the preemptive env) may act
-    with members without one; the first member's layout is the ensemble's. Each member's policy
-    is factored into "evict or not" and the placement choice given no eviction. With eviction
-    actions (the first member has a head), the ensemble's eviction log-probabilities and its
-    log-probability of not evicting are the means over the members with a head; its placement
-    log-probabilities given no eviction are the mean over all members. Without eviction
-    actions a member's head is unused (its placement choice given no eviction counts). When
-    every member has a head, or none has, this is exactly the mean of the members'
-    log-probabilities.
-
-    A member may also be kept out of the placement vote (``placers``): an evicting member
-    that decides evictions only, so that the other members' placements are exactly what they
-    were without it: each agent's placement log-probabilities are their mean, bit for bit,
-    plus the evictors' log ``p(not evict)``, the same for every placement of that agent (it
-    still weighs in the ordered decision's agent order and against the evictions).
-
-    Args:
-        members: The networks (at least one), all with the same :class:`NetDims`.
-        placers: Per member, whether it votes on placements; None = every member. A member
-            kept out must have an eviction head used by the ensemble, and one member at least
-            must vote.
-
-    Raises:
-        ValueError: If there is no member, their layouts differ (other than in having an
-            eviction head), or ``placers`` is malformed.
-    """
-
-    def __init__(self, members: list[MAIFSNet], placers: Sequence[bool] | None = None) -> None:
-        super().__init__()
-        if not members:
-            raise ValueError("a PolicyEnsemble needs at least one network")
-        base = replace(members[0].dims, evict_slots=0)
-        for i, m in enumerate(members[1:], start=1):
-            if replace(m.dims, evict_slots=0) != base:
-                raise ValueError(
-                    f"ensemble member {i} has layout {m.dims.as_dict()}, member 0 has "
-                    f"{members[0].dims.as_dict()}; members must share the observation and "
-                    "action layout (the same env settings and throughput table; only an "
-                    "eviction head may differ)"
-                )
-        self.members = nn.ModuleList(members)
-        self.dims = members[0].dims
-        #: Members whose eviction logits count (a head, and eviction actions to use it on).
-        self.evictors = [m.dims.evict_slots > 0 and self.dims.evict_slots > 0 for m in members]
-        self._slots = [m.dims.evict_slots for m in members]  # eviction actions per member
-        self.placers = [True] * len(members) if placers is None else [bool(p) for p in placers]
-        if len(self.placers) != len(members):
-            raise ValueError(
-                f"placers has {len(self.placers)} entries for {len(members)} ensemble members"
-            )
-        if not any(self.placers):
-            raise ValueError("no ensemble member votes on placements (placers all False)")
-        for i, (p, ev) in enumerate(zip(self.placers, self.evictors, strict=True)):
-            if not p and not ev:
-                raise ValueError(
-                    f"ensemble member {i} is kept out of the placement vote but decides no "
-                    "evictions (it has no eviction head, or the first member has none): it "
-                    "would do nothing"
-                )
-
-    def __len__(self) -> int:
-        return len(self.members)
-
-    def forward(self, obs: Tensor, mask: Tensor, adj: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """Masked mean log-probabilities ``(B, N, A)``, mean values ``(B,)`` and mean L2 ``()``.
-
-        Args:
-            obs: Observations, shape (B, N, D).
-            mask: Legal actions, shape (B, N, A) bool.
-            adj: Coordination graph, shape (B, N, N) bool.
-        """
-        P = mask.shape[-1] - self.dims.evict_slots  # no-op + claims
-        place, keep, evict, values, regs = [], [], [], [], []
-        for m, ev, R, pl in zip(
-            self.members, self.evictors, self._slots, self.placers, strict=True
-        ):
-            mm = mask[..., :P]
-            if R:  # its eviction actions: the env's, or none legal (the env has none)
-                mm = mask if ev else torch.cat([mm, mm.new_zeros((*mm.shape[:-1], R))], -1)
-            logits, v, r = m(obs, mm, adj)
-            lp = torch.log_softmax(logits, dim=-1)
-            values.append(v)
-            regs.append(r)
-            if not R:  # no eviction actions: its log-probabilities are the placement choice
-                place.append(lp)
-                continue
-            # log p(not evict) + log p(placement | not evict)
-            k = torch.logsumexp(lp[..., :P], dim=-1, keepdim=True)
-            if pl:
-                place.append(lp[..., :P] - k)
-            if ev:
-                keep.append(k)
-                evict.append(lp[..., P:])
-        logp = torch.stack(place).mean(dim=0)
-        if evict:
-            logp = torch.cat(
-                [logp + torch.stack(keep).mean(dim=0), torch.stack(evict).mean(dim=0)], dim=-1
-            )
-        value = torch.stack(values).mean(dim=0)
-        reg = torch.stack(regs).mean()
-        return logp.masked_fill(~mask, NEG), value, reg

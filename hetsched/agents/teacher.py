@@ -57,9 +57,7 @@ def preemption_room(
 ) -> NDArray[np.bool_]:
     """Which running entries may give way to which waiting jobs, shape (C, V).
 
-    The check of the rules' preemption for short jobs
-    (:class:`~hetsched.agents.policy.CoreActorPolicy`) and of the teacher's evictions (step 4):
-    window slot ``ks[i]``'s job may take the place of entry ``v[j]`` of ``cur`` iff the entry's
+    The check of the teacher's evictions (step 4): window slot ``ks[i]``'s job may take the place of entry ``v[j]`` of ``cur`` iff the entry's
     node is of a GPU type the job allows, releasing the entry leaves the job room there at its
     request (GPUs, CPU and memory), and the entry's job has more than ``ratio`` times the
     waiting job's run time there left.

@@ -2,14 +2,16 @@
 
 Examples::
 
-    hetsched-train agent=maifs workload=philly cluster=sia_64
-    hetsched-train agent.ppo.env_steps=2000 out=my_agent.pt
-    hetsched-train resume=outputs/train/RUN/checkpoints/8000.pt hydra.run.dir=outputs/train/RUN
+    hetsched-train agent=maifs_quick                 # end to end in a few minutes on 2 cores
+    hetsched-train agent=maifs num_workers=2 out=my_maifs.pt
+    hetsched-train resume=outputs/train/RUN/checkpoints/ppo_8192.pt hydra.run.dir=outputs/train/RUN
 
 (``python scripts/train.py`` and ``python -m hetsched train`` are the same app.)
 
-Writes TensorBoard logs (``tb/``) and checkpoints (``checkpoints/{step}.pt``, ``best.pt``) into
-the run directory. Training needs the ``agents`` extra (PyTorch). See docs/training.md.
+Writes TensorBoard logs (``tb/``) and checkpoints (``checkpoints/{phase}_{step}.pt``, ``best.pt``)
+into the run directory. A run that diverges (NaN or infinite loss or weights) or a checkpoint that
+cannot be used stops with a one-line error and exit code 2. Training needs the ``agents`` extra
+(PyTorch). Guide: docs/training.md and docs/maifs.md.
 """
 
 from __future__ import annotations

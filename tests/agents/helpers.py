@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from conftest import make_cluster, make_tm, make_workload
 
-from hetsched.agents.agent import env_settings
+from hetsched.agents.acting import env_settings
 from hetsched.agents.config import MAIFSAgentConf, TrainConfig
 from hetsched.agents.driver import TeamEnv
 from hetsched.sim.catalog import GPU_TYPE_NAMES

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
@@ -10,11 +11,10 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
 import hetsched.config  # noqa: F401  (registers the schemas)
-from hetsched.agents.agent import conf_from_dict
+from hetsched.agents.checkpoint import conf_from_dict
 from hetsched.agents.config import MAIFSAgentConf, TrainConfig
-from hetsched.resources import CHECKPOINT_DIR, CONF_DIR
 
-CONF = str(CONF_DIR)
+CONF = str(Path(__file__).resolve().parents[2] / "conf")
 
 
 def test_train_config_composes_with_overrides() -> None:
@@ -69,96 +69,56 @@ def test_multitrace_preset_adds_alibaba_to_the_philly_curriculum() -> None:
     assert mt.agent.bc == base.agent.bc and mt.agent.net == base.agent.net
 
 
-def test_scheduler_preset_ensemble_setting() -> None:
-    """``ensemble`` composes as null (the shipped members) and takes ``[]`` or a list."""
-    from hydra.utils import instantiate
+def test_teacher_preset_takes_its_defaults_from_the_agent_schema() -> None:
+    from hetsched.agents.config import AgentEnvConf, TeacherConf
 
-    from hetsched.agents.network import MAIFSNet, PolicyEnsemble
-
-    ckpts = CHECKPOINT_DIR
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        plain = compose("evaluate", overrides=["scheduler=maifs"])
-        alone = compose("evaluate", overrides=["scheduler=maifs", "scheduler.maifs.ensemble=[]"])
-        two = compose(
-            "evaluate",
-            overrides=[
-                "scheduler=maifs",
-                f"scheduler.maifs.ensemble=[{ckpts / 'maifs_default_seed5.pt'}]",
-            ],
-        )
-        with pytest.raises(ConfigCompositionException):
-            compose("evaluate", overrides=["scheduler=maifs", "scheduler.maifs.ensemble=7"])
-    assert plain.scheduler.maifs.ensemble is None
-    assert isinstance(instantiate(plain.scheduler.maifs).net, PolicyEnsemble)
-    assert isinstance(instantiate(alone.scheduler.maifs).net, MAIFSNet)
-    pol = instantiate(two.scheduler.maifs)
-    assert isinstance(pol.net, PolicyEnsemble) and len(pol.net) == 2
-    assert plain.scheduler.maifs.evict_only is False
+        cfg = compose("evaluate", overrides=["scheduler=maifs_teacher"])
+    t = cfg.scheduler.maifs_teacher
+    assert (t.window, t.round_s, t.fungible) == (
+        AgentEnvConf.window,
+        AgentEnvConf.round_s,
+        AgentEnvConf.fungible,
+    )
+    assert (t.order, t.min_rel_rate, t.long_s) == (
+        TeacherConf.order,
+        TeacherConf.min_rel_rate,
+        TeacherConf.long_s,
+    )
 
 
-def test_scheduler_preset_evict_only_setting() -> None:
-    """``evict_only=true``: the default network decides evictions, the members place."""
-    from hydra.utils import instantiate
-
-    from hetsched.agents.network import PolicyEnsemble
-
-    sjf = CHECKPOINT_DIR / "maifs_sjf.pt"
+def test_quick_preset_caps_every_phase() -> None:
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        cfg = compose(
-            "evaluate",
-            overrides=[
-                "scheduler=maifs",
-                "scheduler.maifs.evict_only=true",
-                f"scheduler.maifs.ensemble=[{sjf}]",
-            ],
-        )
-    pol = instantiate(cfg.scheduler.maifs)
-    assert isinstance(pol.net, PolicyEnsemble)
-    assert pol.net.placers == [False, True] and pol.net.evictors == [True, False]
-
-
-def test_scheduler_preset_evict_allowance_reaches_the_policy() -> None:
-    """``evict_allowance`` and ``evict_critical`` (rules of the preset) reach the policy."""
-    from hydra.utils import instantiate
-
-    from hetsched.agents.config import MAIFS_RULES, preset_rules
-
-    rules = preset_rules()
-    assert {"evict_allowance", "evict_critical"} <= set(MAIFS_RULES)
-    assert rules["evict_allowance"] is False and rules["evict_critical"] is True
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        cfg = compose(
-            "evaluate",
-            overrides=[
-                "scheduler=maifs",
-                "scheduler.maifs.evict_allowance=true",
-                "scheduler.maifs.evict_critical=false",
-            ],
-        )
-    pol = instantiate(cfg.scheduler.maifs)
-    assert pol.evict_allowance is True and pol.evict_critical is False and pol.settings.preemptive
+        cfg = compose("train", overrides=["agent=maifs_quick"])
+    obj = OmegaConf.to_object(cfg)
+    assert isinstance(obj, TrainConfig)
+    assert obj.max_wall_s is not None and obj.max_wall_s <= 270
+    assert obj.agent.ppo.env_steps < MAIFSAgentConf().ppo.env_steps
+    assert obj.agent.bc.episodes < MAIFSAgentConf().bc.episodes
 
 
 @pytest.mark.parametrize(
-    ("preset", "member"), [("maifs_elastic", "elastic"), ("maifs_loaded", "loaded")]
+    ("kwargs", "match"),
+    [
+        ({"num_workers": 0}, "num_workers=0"),
+        ({"max_wall_s": -1.0}, "max_wall_s=-1.0"),
+        ({"max_env_steps": 0}, "max_env_steps=0"),
+    ],
 )
-def test_member_presets_reproduce_the_stored_curricula(preset: str, member: str) -> None:
-    """``agent=maifs_elastic|maifs_loaded`` (with the recipe's overrides) compose to exactly
-    the agent config stored in the ensemble member they made (``hetsched/checkpoints/README.md``)."""
-    import torch
+def test_train_config_checks_its_budgets(kwargs: dict[str, float], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        TrainConfig(**kwargs)  # type: ignore[arg-type]
 
-    recipe = [
-        "agent.env.window_order=sjf",
-        "agent.bc.episodes=16",
-        "agent.bc.dagger_rounds=3",
-        "agent.bc.dagger_episodes=6",
-        "agent.ppo.env_steps=16000",
-    ]
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        cfg = compose("train", overrides=[f"agent={preset}", *recipe])
-    ck = CHECKPOINT_DIR / f"maifs_default_{member}.pt"
-    stored = torch.load(ck, weights_only=True)["config"]
-    # Fields added to the schema since (e.g. env.preemptive) load with their defaults.
-    composed = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(MAIFSAgentConf), cfg.agent))
-    assert asdict(conf_from_dict(stored)) == asdict(composed)  # type: ignore[call-overload]
-    assert set(stored["env"]) <= set(OmegaConf.to_container(cfg.agent.env))  # type: ignore[arg-type]
+
+def test_retired_settings_load_only_when_they_do_not_change_the_network() -> None:
+    from hetsched.agents.checkpoint import CheckpointError
+
+    stored = asdict(MAIFSAgentConf())
+    stored["env"].update(long_guard_s=None, guard_rel_rate=0.5)
+    stored["ppo"].update(rules_preset="maifs", anchor=1.0)  # how it was trained: dropped
+    assert conf_from_dict(stored) == MAIFSAgentConf()
+    stored["env"]["long_guard_s"] = 10800.0  # a mask rule the network acted under
+    with pytest.raises(CheckpointError, match="env.long_guard_s=10800.0"):
+        conf_from_dict(stored)
+    with pytest.raises(CheckpointError, match="does not fit"):
+        conf_from_dict({"env": {"windw": 3}})

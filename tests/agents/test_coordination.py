@@ -92,7 +92,9 @@ def test_maxsum_resolves_a_conflict() -> None:
     assert acts.tolist() == [3, 1]  # agent 0 gives way: it loses less by moving to slot 1
 
 
-def _with_evictions(m: np.ndarray, logits: np.ndarray, legal: list[list[int]], value: float):
+def _with_evictions(
+    m: np.ndarray, logits: np.ndarray, legal: list[list[int]], value: float
+) -> tuple[np.ndarray, np.ndarray, int]:
     """Masks and logits with R = 2 trailing eviction actions (legal ones at ``value``)."""
     R = 2
     me = np.concatenate([m, np.zeros((m.shape[0], R), dtype=np.int8)], axis=1)

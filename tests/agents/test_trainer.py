@@ -13,20 +13,26 @@ import torch
 from helpers import fast_config, tiny_env, tiny_tm
 
 from hetsched import __version__
-from hetsched.agents.agent import Acting, load_checkpoint
+from hetsched.agents.acting import Acting
+from hetsched.agents.checkpoint import load_checkpoint
 from hetsched.agents.teacher import SJFTeacher
 from hetsched.agents.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _scalars(run_dir: Path) -> dict[str, list[float]]:
-    """Every scalar tag of the run's TensorBoard log with its values in step order."""
+def _events(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
+    """Every scalar tag of the run's TensorBoard log: (step, value) in the order written."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     acc = EventAccumulator(str(run_dir / "tb"), size_guidance={"scalars": 0})
     acc.Reload()
-    return {t: [e.value for e in acc.Scalars(t)] for t in acc.Tags()["scalars"]}
+    return {t: [(e.step, e.value) for e in acc.Scalars(t)] for t in acc.Tags()["scalars"]}
+
+
+def _scalars(run_dir: Path) -> dict[str, list[float]]:
+    """Every scalar tag of the run's TensorBoard log with its values in step order."""
+    return {t: [v for _, v in ev] for t, ev in _events(run_dir).items()}
 
 
 def test_behaviour_cloning_imitates_the_teacher(tmp_path: Path) -> None:
@@ -48,7 +54,7 @@ def test_behaviour_cloning_imitates_the_teacher(tmp_path: Path) -> None:
     np.testing.assert_array_equal(agent, teacher)
     # Teacher and DAgger episodes, no PPO step; one checkpoint at the end of the phase.
     assert tr.phase == "ppo" and tr.env_steps > 0 and tr.ppo_steps == 0
-    assert (tmp_path / "checkpoints" / f"{tr.env_steps}.pt").is_file()
+    assert (tmp_path / "checkpoints" / f"bc_{tr.env_steps}.pt").is_file()
     tags = _scalars(tmp_path)
     assert {"rollout/teacher_avg_jct_h", "rollout/dagger_avg_jct_h"} <= tags.keys()
     ce = tags["train/bc_ce"]
@@ -99,7 +105,7 @@ def test_teacher_baseline_is_the_teacher_this_run_clones(tmp_path: Path) -> None
     tm = tiny_tm()
     tr = Trainer(cfg, tmp_path, throughput=tm, envs=[tiny_env(cfg.agent, tm)])
     pol = tr._baseline_factory()()
-    teacher = pol.actor.__self__  # type: ignore[union-attr]
+    teacher = getattr(pol.actor, "__self__", None)
     assert isinstance(teacher, SJFTeacher)
     assert (teacher.fungible, teacher.long_s) == (False, 1800.0)
     assert pol.settings.window == cfg.agent.env.window
@@ -123,11 +129,18 @@ def test_training_app_end_to_end(tmp_path: Path) -> None:
     res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     assert f"best checkpoint: {run / 'checkpoints' / 'best.pt'}" in res.stdout
-    steps = sorted(int(p.stem) for p in (run / "checkpoints").glob("[0-9]*.pt"))
-    assert len(steps) >= 3 and steps[-1] >= 48
+    names = {p.name for p in (run / "checkpoints").glob("*.pt")}
+    bc = [n for n in names if n.startswith("bc_")]
+    steps = sorted(int(n[4:-3]) for n in names if n.startswith("ppo_"))
+    assert len(bc) == 1 and len(steps) >= 2 and steps[-1] >= 48, sorted(names)
     ck = torch.load(out, weights_only=True)
     assert ck["env_id"] == "hetsched/Cluster-v0" and ck["package_version"] == __version__
     assert ck["config"]["eval"]["workload_kwargs"] == {"start": 55000, "num_jobs": 8}
+    # One step axis for every tag: env steps, never decreasing, never past the run's end.
+    last = int(steps[-1])
+    for tag, ev in _events(run).items():
+        st = [e[0] for e in ev]
+        assert st == sorted(st) and st[0] >= 0 and st[-1] <= last, (tag, st)
     tags = _scalars(run)
     want = {
         "rollout/episode_return", "rollout/steps_per_s", "rollout/teacher_avg_jct_h",
@@ -139,63 +152,91 @@ def test_training_app_end_to_end(tmp_path: Path) -> None:
     assert all(t.split("/")[0] in {"rollout", "train", "reward", "cluster", "eval"} for t in tags)
 
 
-@pytest.mark.parametrize("preemptive", [False, True])
-def test_rollouts_with_the_rules_in_the_loop(tmp_path: Path, preemptive: bool) -> None:
-    """``ppo.rules_preset``: the network's steps under MAIFSPolicy's rules, with the env's
-    reward (its sum is minus the total JCT over Z, minus the makespan term) and real times."""
-    from helpers import preempt_env
+def test_a_diverging_run_stops_with_a_clear_error_and_writes_no_nan_checkpoint(
+    tmp_path: Path,
+) -> None:
+    """``agent.ppo.lr=100`` used to train to all-NaN weights and name them best."""
+    from hetsched.agents.learner import TrainingDivergedError
+    from hetsched.sim.throughput import default_throughput
+
+    cfg = fast_config(steps=2000, lr=100.0)
+    e = cfg.agent.eval
+    e.every, e.baseline, e.cluster, e.workload = 32, "fifo", "sia_64", "philly"
+    e.workload_kwargs, e.seeds = {"start": 55000, "num_jobs": 8}, [50]
+    tm = default_throughput()
+    tr = Trainer(cfg, tmp_path, throughput=tm, envs=[tiny_env(cfg.agent, tm, jobs=3)])
+    with pytest.raises(
+        TrainingDivergedError, match=r"diverged at env step \d+ \(phase ppo\).*lr=100"
+    ):
+        tr.run()
+    written = sorted((tmp_path / "checkpoints").glob("*.pt"))
+    assert written, "the checkpoint before the divergence is kept"
+    for p in written:  # every file written loads: none holds a non-finite weight
+        load_checkpoint(p, obs_dim=tr.dims.obs_dim)
+
+
+def test_budgets_cap_behaviour_cloning_too(tmp_path: Path) -> None:
+    """``max_env_steps`` stops the run inside behaviour cloning (no PPO step after it)."""
+    cfg = fast_config(steps=512)
+    b = cfg.agent.bc
+    b.episodes, b.dagger_rounds, b.dagger_episodes, b.epochs = 50, 3, 50, 1
+    cfg.max_env_steps = 5
+    tm = tiny_tm()
+    tr = Trainer(cfg, tmp_path, throughput=tm, envs=[tiny_env(cfg.agent, tm, jobs=2)])
+    tr.run()
+    assert 5 <= tr.env_steps < 20 and tr.ppo_steps == 0
+    assert tr.episodes < 10  # far fewer than the 200 episodes asked for
+    assert (tmp_path / "checkpoints" / f"bc_{tr.env_steps}.pt").is_file()
+
+
+@pytest.mark.slow
+def test_worker_processes_play_the_same_episodes(tmp_path: Path) -> None:
+    """``num_workers=2`` plays exactly the episodes a single process plays, with the weights
+    the trainer holds now (shared memory: an in-place update reaches the workers)."""
+    from hetsched.agents.rollout import RolloutWorkers
 
     cfg = fast_config(steps=64)
-    cfg.agent.env.preemptive = preemptive
-    cfg.agent.ppo.rules_preset = "maifs"
     tm = tiny_tm()
-    env = preempt_env(cfg.agent, tm) if preemptive else tiny_env(cfg.agent, tm, jobs=3)
-    tr = Trainer(cfg, tmp_path, throughput=tm, envs=[env])
-    tr.draw_env()
-    ep = tr.run_rules_episode(env, "maifs")
-    assert ep is not None and ep.length >= 1
-    assert np.all(ep.dt >= 0) and np.isfinite(ep.logp).all()
-    assert np.all(
-        ep.mask[np.arange(ep.length)[:, None], np.arange(env.core.N)[None, :], ep.actions]
+    tr = Trainer(cfg, tmp_path, throughput=tm, envs=[tiny_env(cfg.agent, tm, jobs=3)])
+    tr.workers = RolloutWorkers(tr.envs, cfg.agent, tr.net, 2)
+    try:
+        there = tr.play_episodes(3, "agent")
+        with torch.no_grad():
+            tr.net.noop.bias.add_(4.0)  # in place, as the optimizer updates
+        there_after = tr.play_episodes(3, "agent")
+    finally:
+        tr.workers.close()
+        tr.workers = None
+    here_after = tr.play_episodes(3, "agent")
+    with torch.no_grad():
+        tr.net.noop.bias.sub_(4.0)
+    here = tr.play_episodes(3, "agent")
+    for xs, ys in ((here, there), (here_after, there_after)):
+        assert [e.length for e in xs] == [e.length for e in ys]
+        for a, b in zip(xs, ys, strict=True):
+            np.testing.assert_array_equal(a.actions, b.actions)
+            np.testing.assert_allclose(a.reward, b.reward)
+    assert any(  # the update changed what was played, so the workers did see it
+        a.length != b.length or not np.array_equal(a.actions, b.actions)
+        for a, b in zip(here, here_after, strict=True)
     )
-    m = ep.metrics
-    wl = env.core.wl
-    assert wl is not None
-    total_jct_s = m["avg_jct_h"] * 3600.0 * wl.num_jobs
-    w = env.weights
-    want = -w.jobs * total_jct_s / env.z - w.makespan * m["makespan_h"]
-    assert ep.reward.sum() == pytest.approx(want, rel=1e-9)
-    assert ep.dt.sum() == pytest.approx(m["makespan_h"] * 3600.0)
-    tr.run()  # PPO on such episodes runs end to end
-    assert tr.ppo_steps >= 64
 
 
-def test_rules_in_the_loop_leave_elastic_windows_to_the_teacher(tmp_path: Path) -> None:
-    """With the ``maifs`` preset (``elastic_teacher: true``) the teacher takes the steps whose
-    waiting jobs are all elastic, unrecorded: on elastic jobs only, the network has no step;
-    on the same jobs rigid it has."""
-    from conftest import make_cluster, make_workload
-
-    from hetsched.agents.agent import env_settings
-    from hetsched.agents.config import preset_rules
-    from hetsched.agents.driver import TeamEnv
-
-    cfg = fast_config(steps=64)
-    cfg.agent.ppo.rules_preset = "maifs"
-    tm = tiny_tm()
-    node = {"count": 1, "gpus": 1, "cpus": 16, "mem_gib": 64}
-    cl = make_cluster([{"gpu_type": "t4", **node}, {"gpu_type": "a100", **node}])
-
-    def env(elastic: bool) -> TeamEnv:
-        wl = make_workload(
-            [0.0] * 3, [4.0 * 3600] * 3, [1] * 3, elastic=([1] * 3, [2] * 3) if elastic else None
-        )
-        return TeamEnv(cl, wl, tm, env_settings(cfg.agent.env), cfg.agent.env.max_steps)
-
-    assert preset_rules("maifs")["elastic_teacher"] is True
-    for elastic in (True, False):
-        e = env(elastic)
-        tr = Trainer(cfg, tmp_path / str(elastic), throughput=tm, envs=[e])
-        tr.draw_env()
-        ep = tr.run_rules_episode(e, "maifs")
-        assert (ep is None) if elastic else (ep is not None and ep.length >= 1)
+@pytest.mark.slow
+def test_training_app_stops_a_diverging_run_with_exit_code_2(tmp_path: Path) -> None:
+    """``agent.ppo.lr=100`` through ``scripts/train.py``: one line on stderr, exit code 2."""
+    run = tmp_path / "run"
+    cmd = [
+        sys.executable, str(ROOT / "scripts" / "train.py"),
+        "agent=maifs", "agent.curriculum=[]", "workload.num_jobs=12", "workload.start=55000",
+        "workload.busiest=false", "agent.bc.episodes=1", "agent.bc.dagger_rounds=0",
+        "agent.bc.epochs=1", "agent.ppo.env_steps=4000", "agent.ppo.rollout_steps=24",
+        "agent.ppo.lr=100", "agent.eval.every=0", "progress=false", f"hydra.run.dir={run}",
+    ]  # fmt: skip
+    res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert res.returncode == 2, res.stderr[-3000:]
+    err = [line for line in res.stderr.splitlines() if line.startswith("error:")]
+    assert len(err) == 1 and "diverged" in err[0] and "agent.ppo.lr=100" in err[0]
+    assert "Traceback" not in res.stderr
+    for p in (run / "checkpoints").glob("*.pt"):
+        load_checkpoint(p)  # nothing non-finite was written

@@ -1,0 +1,194 @@
+"""Glue between the env core and the network: env settings, masks and acting.
+
+:class:`Acting` takes one decision step for an :class:`hetsched.envs.core.EnvCore`: the
+observations and the env's action masks go through the network, and the ordered decision along
+the coordination graph (:mod:`hetsched.agents.coordination`) turns its logits into one legal
+action per node. Training (:mod:`hetsched.agents.rollout`) and evaluation
+(:class:`hetsched.agents.policy.MAIFSPolicy`) use the same object, so the network acts in
+evaluation exactly as it acted in training.
+
+One constraint completes the env's masks, in training and evaluation alike: on an idle cluster
+(nothing runs and nothing is placed this round) with a legal claim, the joint no-op is not an
+action. If every agent passes there, the agent with the highest claim logit takes its
+highest-logit claim -- the network's own choice among the claims -- and, when that claim is a
+gang (no node hosts the job alone at those levels), every other node for which the same claim is
+legal makes it too, so that the env can fill the gang. Without it an event-driven
+scheduler that passes on an idle cluster waits for an arrival that may never come; the shipped
+checkpoint was trained with it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from numpy.typing import NDArray
+
+from hetsched.agents.config import AgentEnvConf, MAIFSAgentConf, NetConf
+from hetsched.agents.coordination import (
+    candidate_sets,
+    coordination_graph,
+    maxsum_actions,
+    ordered_actions,
+)
+from hetsched.agents.network import MAIFSNet, NetDims
+from hetsched.envs.core import EnvCore
+from hetsched.envs.features import ObsLayout
+from hetsched.envs.spaces import EnvSettings, LevelSets, RewardWeights
+
+
+def env_settings(conf: AgentEnvConf) -> EnvSettings:
+    """The env settings of the agent (``advance="event"``, see :mod:`hetsched.agents.driver`)."""
+    return EnvSettings(
+        window=conf.window,
+        resident_slots=conf.resident_slots,
+        levels=LevelSets(),
+        reward_weights=RewardWeights(
+            jobs=conf.reward_jobs,
+            makespan=conf.reward_makespan,
+            conflict=conf.reward_conflict,
+            invalid=conf.reward_invalid,
+            progress=conf.reward_progress,
+        ),
+        round_s=conf.round_s,
+        max_decisions_per_round=conf.max_decisions_per_round,
+        advance="event",
+        window_order=conf.window_order,
+        preemptive=conf.preemptive,
+        evict_max=conf.evict_max,
+    )
+
+
+def net_dims(layout: ObsLayout, levels: LevelSets, *, preemptive: bool = False) -> NetDims:
+    """The network's view of an observation layout (with eviction actions if preemptive)."""
+    lg, lc, lm = levels.sizes
+    return NetDims(
+        obs_dim=layout.obs_dim,
+        num_types=layout.num_types,
+        node_head=7,
+        resident_slots=layout.resident_slots,
+        res_dim=layout.res_dim,
+        window=layout.window,
+        job_dim=layout.job_dim,
+        global_dim=layout.global_dim,
+        num_levels=lg * lc * lm,
+        evict_slots=layout.resident_slots if preemptive else 0,
+    )
+
+
+def build_net(conf: NetConf, dims: NetDims) -> MAIFSNet:
+    """A fresh network."""
+    return MAIFSNet(
+        dims,
+        hidden=conf.hidden,
+        heads=conf.heads,
+        graph_layers=conf.graph_layers,
+        type_emb=conf.type_emb,
+        attention=conf.attention,
+        graph=conf.graph,
+        evict_bias=conf.evict_bias,
+    )
+
+
+def agent_masks(core: EnvCore, conf: AgentEnvConf) -> tuple[NDArray[np.int8], NDArray[np.bool_]]:
+    """Action masks ``(N, A)`` and single-host flags ``(N, A - 1)`` for the agent.
+
+    The env's feasibility masks; with ``conf.fungible=False`` (the ablation without fungible
+    levels) only the request levels (1.0 GPU, CPU and memory) stay legal.
+    """
+    ma = core.ma
+    mask = ma.mask.copy()
+    single = ma.single.reshape(core.N, -1)
+    if not conf.fungible:
+        P = core.n_place  # placement actions; eviction actions (preemptive) follow
+        g1, c1, m1 = core.cfg.levels.one_index
+        keep = np.zeros(ma.legal.shape[2:], dtype=bool)
+        keep[g1, c1, m1] = True
+        mask[:, 1:P] &= np.tile(keep.ravel(), core.K).astype(np.int8)[None, :]
+    return mask, single
+
+
+def graph_of(mask: NDArray[np.integer], window: int, extra: int = 0) -> NDArray[np.bool_]:
+    """The step's coordination graph (:func:`coordination_graph` of the candidate sets).
+
+    Args:
+        mask: Action masks, shape (N, A).
+        window: Window size K.
+        extra: Trailing eviction actions of ``mask`` (not claims; no edges).
+    """
+    return coordination_graph(candidate_sets(mask[:, : mask.shape[1] - extra], window))
+
+
+class Acting:
+    """Network-driven actions for an env core (one decision step at a time).
+
+    Args:
+        net: The network.
+        conf: The agent config (conflict mode, fungible levels).
+        greedy: Argmax instead of sampling.
+        rng: Sampling generator (required unless greedy).
+    """
+
+    def __init__(
+        self,
+        net: MAIFSNet,
+        conf: MAIFSAgentConf,
+        *,
+        greedy: bool,
+        rng: np.random.Generator | None = None,
+    ) -> None:
+        if not greedy and rng is None:
+            raise ValueError("sampling (greedy=False) needs rng=")
+        self.net = net
+        self.conf = conf
+        self.greedy = greedy
+        self.rng = rng
+
+    @torch.no_grad()
+    def step(self, core: EnvCore) -> dict[str, Any]:
+        """Decide one step: actions, the effective masks, per-agent log-probs, value, inputs."""
+        obs = core.observations()
+        mask, single = agent_masks(core, self.conf.env)
+        extra = core.n_actions - core.n_place
+        adj = graph_of(mask, core.K, extra)
+        o = torch.from_numpy(obs)[None]
+        m = torch.from_numpy(mask.astype(bool))[None]
+        g = torch.from_numpy(adj)[None]
+        logits, value, _ = self.net(o, m, g)
+        lg = logits[0].double().numpy()
+        rng = None if self.greedy else self.rng
+        if self.conf.conflict == "maxsum" and self.greedy:
+            slot_single = np.asarray(
+                single.reshape(core.N, core.K, -1).any(axis=(0, 2)), dtype=bool
+            )
+            actions = maxsum_actions(
+                lg, mask, slot_single, core.K, iters=self.conf.maxsum_iters, extra=extra
+            )
+            eff = mask.astype(bool)
+        else:
+            actions, eff = ordered_actions(
+                lg, mask, single, core.K, rng, graph=self.conf.conflict != "none", extra=extra
+            )
+        if not (actions > 0).any() and core.any_legal and core.round_allocation().size == 0:
+            # The joint no-op is not an action on an idle cluster (module docstring).
+            claims = np.where(eff[:, 1 : core.n_place], lg[:, 1 : core.n_place], -np.inf)
+            i = int(np.argmax(claims.max(axis=1)))
+            a = 1 + int(np.argmax(claims[i]))
+            actions[i] = a
+            if not single[i, a - 1]:  # a gang: every node that may claim it does
+                actions[mask[:, a] == 1] = a
+        lp = torch.log_softmax(logits[0].masked_fill(~torch.from_numpy(eff), -1e9), dim=-1)
+        logp = lp.gather(1, torch.from_numpy(actions)[:, None])[:, 0].numpy()
+        return {
+            "obs": obs,
+            "mask": eff,
+            "adj": adj,
+            "actions": actions,
+            "logp": logp.astype(np.float32),
+            "value": np.float32(value.item()),
+        }
+
+    def __call__(self, core: EnvCore) -> NDArray[np.int64]:
+        """Actions only (the :class:`~hetsched.agents.policy.ActorPolicy` actor)."""
+        return np.asarray(self.step(core)["actions"], dtype=np.int64)

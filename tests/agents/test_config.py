@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
@@ -13,8 +12,9 @@ from omegaconf import OmegaConf
 import hetsched.config  # noqa: F401  (registers the schemas)
 from hetsched.agents.checkpoint import conf_from_dict
 from hetsched.agents.config import MAIFSAgentConf, TrainConfig
+from hetsched.resources import CONF_DIR
 
-CONF = str(Path(__file__).resolve().parents[2] / "conf")
+CONF = str(CONF_DIR)
 
 
 def test_train_config_composes_with_overrides() -> None:

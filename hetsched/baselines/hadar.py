@@ -273,8 +273,8 @@ class _SlotChoice:
     kind: IntArray  # (He,) 0 multi-node, 1 single node, 2 reference placement
     level: IntArray  # (He,)
     single: IntArray  # (He,) node of the single-node candidate
-    take: IntArray  # (Lv, N, He) GPUs per sorted node of the multi candidates
-    order: IntArray  # (N, He)
+    take: IntArray  # (Lv, P, He) GPUs per visited position of the multi candidates
+    tnode: IntArray  # (Lv, P, He) node at each visited position
     ref_nodes: IntArray
     ref_gpus: IntArray
     He: int
@@ -633,28 +633,30 @@ class Hadar(BasePolicy):
             return []
         cols = np.arange(He)
         D = self.round_s
-        mask = r[None, :] >= levels[:, None]  # (Lv, N)
-        # Multi-node candidates: the n cheapest eligible GPUs, in price order.
-        fr_s = np.take_along_axis(free, order, axis=0)
-        pr_s = np.take_along_axis(price, order, axis=0)
-        avail = np.where(mask[:, order], fr_s[None], 0)  # (Lv, N, He)
-        cum = np.cumsum(avail, axis=1)
-        take = np.clip(n - (cum - avail), 0, avail)
-        feas_m = cum[:, -1, :] >= n
-        cost_m = (take * pr_s[None]).sum(axis=1)
-        used = take > 0
-        nn = used.sum(axis=1)
-        maxc = np.where(used, self._size[order][None], 0).max(axis=1)
-        spread = nn > -(-n // np.maximum(maxc, 1))
-        rate_p = np.where(used, r[order][None], np.inf).min(axis=1)
-        rate_s = np.where(used, rs[order][None], np.inf).min(axis=1)
-        rate_m = np.where(spread, rate_s, rate_p)
-        rate_m = np.where(feas_m & np.isfinite(rate_m), rate_m, 0.0)
+        # Speed band of each node: floor l admits the nodes of bands 0..l (Lv = ineligible).
+        band = (levels[None, :] > r[:, None]).sum(axis=1)
+        take, tnode, feas_m, cost_m, rate_m = self._multi_candidates(
+            info, band, Lv, free, price, order
+        )
         # Single-node candidates: cheapest node that holds the whole gang (best fit on ties).
-        fit = mask[:, :, None] & (free[None] >= n)
-        key = np.where(fit, (price * (1.0 + 1e-7 * free / self._cmax))[None], np.inf)
-        single = key.argmin(axis=1)  # (Lv, He)
-        ok_s = np.isfinite(np.take_along_axis(key, single[:, None, :], axis=1)[:, 0, :])
+        key = np.where(free >= n, price * (1.0 + 1e-7 * free / self._cmax), np.inf)
+        single = np.zeros((Lv, He), dtype=np.int64)
+        ok_s = np.zeros((Lv, He), dtype=bool)
+        best_v = np.full(He, np.inf)
+        best_i = np.zeros(He, dtype=np.int64)
+        for lv in range(Lv):
+            nodes = np.flatnonzero(band == lv)
+            if nodes.size:
+                kb = key[nodes]
+                ib = kb.argmin(axis=0)
+                vb = kb[ib, cols]
+                nb = nodes[ib]
+                # First minimum over the union of bands: lower value, then lower node index.
+                win = (vb < best_v) | ((vb == best_v) & (nb < best_i))
+                best_v = np.where(win, vb, best_v)
+                best_i = np.where(win, nb, best_i)
+            ok_s[lv] = np.isfinite(best_v)
+            single[lv] = np.where(ok_s[lv], best_i, 0)
         cost_s = n * price[single, cols[None, :]]
         rate_1 = np.where(ok_s, r[single], 0.0)
         # Candidates: single-node first (preferred on ties: consolidation), then multi-node.
@@ -684,7 +686,7 @@ class Hadar(BasePolicy):
                 if feas_cols.size:
                     t = int(feas_cols[0])
                     ref_nodes, ref_gpus = self._entries_at(
-                        t, int(kind[t]), int(level[t]), int(single_node[t]), take, order, n
+                        t, int(kind[t]), int(level[t]), int(single_node[t]), take, tnode, n
                     )
                 else:
                     ref_nodes = ref_gpus = np.zeros(0, dtype=np.int64)
@@ -714,7 +716,7 @@ class Hadar(BasePolicy):
                     level,
                     single_node,
                     take,
-                    order,
+                    tnode,
                     ref_nodes,
                     ref_gpus,
                     He,
@@ -724,15 +726,92 @@ class Hadar(BasePolicy):
             )
         return out
 
+    def _multi_candidates(
+        self,
+        info: _JobInfo,
+        band: IntArray,
+        Lv: int,
+        free: IntArray,
+        price: FloatArray,
+        order: IntArray,
+    ) -> tuple[IntArray, IntArray, BoolArray, FloatArray, FloatArray]:
+        """Per speed floor and slot, the ``n`` cheapest eligible GPUs in price order.
+
+        Only the eligible nodes of each floor are visited, in the window's price order, and only
+        as deep as the ``n``-th free GPU (the depth doubles until every feasible slot is served).
+
+        Args:
+            info: The job's constants.
+            band: Speed band per node, shape (N,) (floor l admits bands 0..l).
+            Lv: Number of floors.
+            free: Free GPUs per node and slot, shape (N, He).
+            price: Price per node and slot, shape (N, He).
+            order: Nodes by ascending price per slot, shape (N, He).
+
+        Returns:
+            ``(take, tnode, feasible, cost, rate)``: GPUs taken per visited position and the node
+            at that position, shape (Lv, P, He); whether the floor has ``n`` free GPUs, the cost
+            and the engine rate per floor and slot, shape (Lv, He) (rate 0 where infeasible).
+        """
+        n = info.n
+        He = free.shape[1]
+        cols = np.arange(He)
+        band_s = band[order]  # (N, He)
+        takes: list[IntArray] = []
+        nodes_l: list[IntArray] = []
+        feas = np.zeros((Lv, He), dtype=bool)
+        cost = np.zeros((Lv, He))
+        rate = np.zeros((Lv, He))
+        for lv in range(Lv):
+            elig = band <= lv
+            cnt = int(elig.sum())
+            # Eligible nodes in price order per slot (the same count in every slot).
+            ol = order.T[(band_s <= lv).T].reshape(He, cnt).T  # (cnt, He)
+            tot = free[elig].sum(axis=0)
+            feas[lv] = tot >= n
+            P = min(cnt, max(n, 2))
+            while True:
+                fr = free[ol[:P], cols]
+                cum = np.cumsum(fr, axis=0)
+                if P == cnt or ((cum[-1] >= n) | ~feas[lv]).all():
+                    break
+                P = min(cnt, 2 * P)
+            ol = ol[:P]
+            take = np.clip(n - (cum - fr), 0, fr)
+            if He == 1:  # a single column sums pairwise over all N positions: keep that order
+                full = np.zeros((order.shape[0], 1))
+                full[np.flatnonzero((band_s[:, 0] <= lv))[:P], 0] = take[:, 0] * price[ol[:, 0], 0]
+                cost[lv] = full.sum(axis=0)
+            else:
+                cost[lv] = (take * price[ol, cols]).sum(axis=0)
+            used = take > 0
+            nn = used.sum(axis=0)
+            maxc = np.where(used, self._size[ol], 0).max(axis=0)
+            spread = nn > -(-n // np.maximum(maxc, 1))
+            rate_p = np.where(used, info.rate[ol], np.inf).min(axis=0)
+            rate_s = np.where(used, info.rate_spread[ol], np.inf).min(axis=0)
+            rm = np.where(spread, rate_s, rate_p)
+            rate[lv] = np.where(feas[lv] & np.isfinite(rm), rm, 0.0)
+            takes.append(take)
+            nodes_l.append(ol)
+        Pm = max(t.shape[0] for t in takes)
+        take_all = np.zeros((Lv, Pm, He), dtype=np.int64)
+        node_all = np.zeros((Lv, Pm, He), dtype=np.int64)
+        for lv in range(Lv):
+            P = takes[lv].shape[0]
+            take_all[lv, :P] = takes[lv]
+            node_all[lv, :P] = nodes_l[lv]
+        return take_all, node_all, feas, cost, rate
+
     @staticmethod
     def _entries_at(
-        t: int, kind: int, level: int, single: int, take: IntArray, order: IntArray, n: int
+        t: int, kind: int, level: int, single: int, take: IntArray, tnode: IntArray, n: int
     ) -> tuple[IntArray, IntArray]:
         if kind == 1:
             return np.array([single], dtype=np.int64), np.array([n], dtype=np.int64)
         g = take[level, :, t]
         nz = np.flatnonzero(g)
-        return order[nz, t].astype(np.int64), g[nz].astype(np.int64)
+        return tnode[level, nz, t].astype(np.int64), g[nz].astype(np.int64)
 
     def dual_subroutine(
         self, j: int, work: float | None = None, ref: tuple[IntArray, IntArray] | None = None
@@ -794,11 +873,21 @@ class Hadar(BasePolicy):
             with np.errstate(divide="ignore", invalid="ignore"):
                 ratio = np.where(p_T > 0, c_T / p_T, np.inf)
             sig = np.argsort(ratio, kind="stable")  # cheapest per progress first, earlier on ties
+            p_sig, c_sig = p_T[sig], c_T[sig]
+            pos = p_sig > 0
+            # The greedy prefix shrinks (in rank) as tau grows, so the tau_min row bounds every
+            # row's cut k0; a slot ranked after k0 is never taken, and adding it leaves the
+            # schedule (and mu) of the previous tau unchanged, so only the other taus are rows.
+            k0 = int((np.cumsum(np.where(pos & (sig <= tau_min), p_sig, 0.0)) >= Wt).argmax())
+            sig, p_sig, c_sig, pos = sig[: k0 + 1], p_sig[: k0 + 1], c_sig[: k0 + 1], pos[: k0 + 1]
+            rank = np.full(T, T, dtype=np.int64)
+            rank[sig[pos]] = np.flatnonzero(pos)
             taus = np.arange(tau_min, T)
-            M = (sig[None, :] <= taus[:, None]) & (p_T[sig] > 0)[None, :]  # (tau, s)
-            cp = np.cumsum(np.where(M, p_T[sig][None, :], 0.0), axis=1)
+            taus = taus[(taus == tau_min) | (rank[taus] <= k0)]
+            M = (sig[None, :] <= taus[:, None]) & pos[None, :]  # (tau, s)
+            cp = np.cumsum(np.where(M, p_sig[None, :], 0.0), axis=1)
             k = (cp >= Wt).argmax(axis=1)  # every tau >= tau_min reaches W
-            cc = np.cumsum(np.where(M, c_T[sig][None, :], 0.0), axis=1)
+            cc = np.cumsum(np.where(M, c_sig[None, :], 0.0), axis=1)
             last = np.maximum.accumulate(np.where(M, sig[None, :], -1), axis=1)
             rows = np.arange(taus.size)
             C = cc[rows, k]
@@ -918,10 +1007,11 @@ class Hadar(BasePolicy):
         m = kind == 0
         if m.any():
             sl, cl_ = chosen[m], col[m]
-            g = sc.take[sc.level[cl_], :, cl_]  # (S, N) GPUs per sorted position
+            lv_ = sc.level[cl_]
+            g = sc.take[lv_, :, cl_]  # (S, P) GPUs per visited position
             si, pos = np.nonzero(g)
             parts_s.append(sl[si])
-            parts_n.append(sc.order[pos, cl_[si]])
+            parts_n.append(sc.tnode[lv_[si], pos, cl_[si]])
             parts_g.append(g[si, pos])
         m = kind == 1
         if m.any():

@@ -626,7 +626,7 @@ class Hadar(BasePolicy):
         free = self._cap[:, None] - self.usage[:, :He]  # (N, He)
         price = self._price[:, :He]
         order = self._order[:, :He]
-        r, rs = info.rate, info.rate_spread
+        r = info.rate
         levels = self._speed_levels(r)
         Lv = levels.size
         if Lv == 0:
@@ -773,14 +773,14 @@ class Hadar(BasePolicy):
             while True:
                 fr = free[ol[:P], cols]
                 cum = np.cumsum(fr, axis=0)
-                if P == cnt or ((cum[-1] >= n) | ~feas[lv]).all():
+                if cnt == P or ((cum[-1] >= n) | ~feas[lv]).all():
                     break
                 P = min(cnt, 2 * P)
             ol = ol[:P]
             take = np.clip(n - (cum - fr), 0, fr)
             if He == 1:  # a single column sums pairwise over all N positions: keep that order
                 full = np.zeros((order.shape[0], 1))
-                full[np.flatnonzero((band_s[:, 0] <= lv))[:P], 0] = take[:, 0] * price[ol[:, 0], 0]
+                full[np.flatnonzero(band_s[:, 0] <= lv)[:P], 0] = take[:, 0] * price[ol[:, 0], 0]
                 cost[lv] = full.sum(axis=0)
             else:
                 cost[lv] = (take * price[ol, cols]).sum(axis=0)

@@ -207,6 +207,51 @@ def utility_value(
     return np.asarray(weight * np.clip(v, floor, 1.0), dtype=np.float64)
 
 
+def _greedy_cuts(
+    sig: IntArray, p_sig: FloatArray, c_sig: FloatArray, pos: BoolArray, taus: IntArray, Wt: float
+) -> tuple[IntArray, FloatArray, IntArray]:
+    """Greedy schedules for several completion slots (the OASiS search of the dual subroutine).
+
+    For completion slot tau, the slots ``<= tau`` with progress are taken in the rank order
+    ``sig`` until their progress reaches ``Wt``. The cut (in rank) never grows with tau, so the
+    rows are processed in blocks of growing size, each only as wide as its first row's cut.
+
+    Args:
+        sig: Slots by rank (cheapest per progress first), shape (S,).
+        p_sig: Progress of each ranked slot, shape (S,).
+        c_sig: Cost of each ranked slot, shape (S,).
+        pos: Whether each ranked slot has progress, shape (S,).
+        taus: Completion slots, ascending; the first reaches ``Wt``, shape (R,).
+        Wt: Work to reach.
+
+    Returns:
+        ``(k, cost, last)`` per completion slot, shape (R,): the rank of the last slot taken,
+        the summed cost in rank order and the latest slot taken.
+    """
+    R = taus.size
+    edges = [0]
+    b = 2
+    while b < R:
+        edges.append(b)
+        b *= 4
+    edges.append(R)
+    heads = taus[edges[:-1]]
+    mh = (sig[None, :] <= heads[:, None]) & pos[None, :]
+    kh = (np.cumsum(np.where(mh, p_sig[None, :], 0.0), axis=1) >= Wt).argmax(axis=1)
+    k = np.zeros(R, dtype=np.int64)
+    cost = np.zeros(R)
+    last = np.zeros(R, dtype=np.int64)
+    for h in range(len(edges) - 1):
+        lo, hi, w = edges[h], edges[h + 1], int(kh[h]) + 1
+        m = (sig[None, :w] <= taus[lo:hi, None]) & pos[None, :w]
+        kk = (np.cumsum(np.where(m, p_sig[None, :w], 0.0), axis=1) >= Wt).argmax(axis=1)
+        rows = np.arange(hi - lo)
+        k[lo:hi] = kk
+        cost[lo:hi] = np.cumsum(np.where(m, c_sig[None, :w], 0.0), axis=1)[rows, kk]
+        last[lo:hi] = np.maximum.accumulate(np.where(m, sig[None, :w], -1), axis=1)[rows, kk]
+    return k, cost, last
+
+
 @dataclass
 class HadarPlan:
     """One job's schedule found by the dual subroutine (slots relative to the current slot).
@@ -884,14 +929,7 @@ class Hadar(BasePolicy):
             rank[sig[pos]] = np.flatnonzero(pos)
             taus = np.arange(tau_min, T)
             taus = taus[(taus == tau_min) | (rank[taus] <= k0)]
-            M = (sig[None, :] <= taus[:, None]) & pos[None, :]  # (tau, s)
-            cp = np.cumsum(np.where(M, p_sig[None, :], 0.0), axis=1)
-            k = (cp >= Wt).argmax(axis=1)  # every tau >= tau_min reaches W
-            cc = np.cumsum(np.where(M, c_sig[None, :], 0.0), axis=1)
-            last = np.maximum.accumulate(np.where(M, sig[None, :], -1), axis=1)
-            rows = np.arange(taus.size)
-            C = cc[rows, k]
-            lst = last[rows, k]
+            k, C, lst = _greedy_cuts(sig, p_sig, c_sig, pos, taus, Wt)
             fval = utility_value(
                 self.utility,
                 base_t + (lst + 1) * D,
@@ -901,7 +939,8 @@ class Hadar(BasePolicy):
                 floor=self.utility_floor,
             )
             i = int((fval - C).argmax())
-            chosen = sig[: k[i] + 1][M[i, : k[i] + 1]]
+            ki = int(k[i]) + 1
+            chosen = sig[:ki][(sig[:ki] <= taus[i]) & pos[:ki]]
             total_cost, fbest = float(C[i]), float(fval[i])
             finish = self.now_time + (int(lst[i]) + 1) * D
         else:

@@ -102,6 +102,10 @@ BoolArray = NDArray[np.bool_]
 
 UTILITIES = ("linear", "sigmoid", "step", "constant")
 _MAX_LEVELS = 8  # speed floors searched per job
+# Below these sizes the dual subroutine uses its dense forms (fewer, larger numpy calls): floors x
+# nodes x slots of the candidate search, completion slots x ranked slots of the schedule search.
+_DENSE_CELLS = 40_000
+_DENSE_SCHEDULE = 20_000
 
 
 @dataclass
@@ -208,7 +212,13 @@ def utility_value(
 
 
 def _greedy_cuts(
-    sig: IntArray, p_sig: FloatArray, c_sig: FloatArray, pos: BoolArray, taus: IntArray, Wt: float
+    sig: IntArray,
+    p_sig: FloatArray,
+    c_sig: FloatArray,
+    pos: BoolArray,
+    taus: IntArray,
+    Wt: float,
+    blocks: bool = True,
 ) -> tuple[IntArray, FloatArray, IntArray]:
     """Greedy schedules for several completion slots (the OASiS search of the dual subroutine).
 
@@ -223,6 +233,7 @@ def _greedy_cuts(
         pos: Whether each ranked slot has progress, shape (S,).
         taus: Completion slots, ascending; the first reaches ``Wt``, shape (R,).
         Wt: Work to reach.
+        blocks: Blocks of growing size (large searches); off: one block as wide as ``sig``.
 
     Returns:
         ``(k, cost, last)`` per completion slot, shape (R,): the rank of the last slot taken,
@@ -231,13 +242,16 @@ def _greedy_cuts(
     R = taus.size
     edges = [0]
     b = 2
-    while b < R:
+    while blocks and b < R:
         edges.append(b)
         b *= 4
     edges.append(R)
-    heads = taus[edges[:-1]]
-    mh = (sig[None, :] <= heads[:, None]) & pos[None, :]
-    kh = (np.cumsum(np.where(mh, p_sig[None, :], 0.0), axis=1) >= Wt).argmax(axis=1)
+    if blocks:
+        heads = taus[edges[:-1]]
+        mh = (sig[None, :] <= heads[:, None]) & pos[None, :]
+        kh = (np.cumsum(np.where(mh, p_sig[None, :], 0.0), axis=1) >= Wt).argmax(axis=1)
+    else:
+        kh = np.array([sig.size - 1])
     k = np.zeros(R, dtype=np.int64)
     cost = np.zeros(R)
     last = np.zeros(R, dtype=np.int64)
@@ -678,30 +692,17 @@ class Hadar(BasePolicy):
             return []
         cols = np.arange(He)
         D = self.round_s
-        # Speed band of each node: floor l admits the nodes of bands 0..l (Lv = ineligible).
-        band = (levels[None, :] > r[:, None]).sum(axis=1)
-        take, tnode, feas_m, cost_m, rate_m = self._multi_candidates(
-            info, band, Lv, free, price, order
-        )
-        # Single-node candidates: cheapest node that holds the whole gang (best fit on ties).
-        key = np.where(free >= n, price * (1.0 + 1e-7 * free / self._cmax), np.inf)
-        single = np.zeros((Lv, He), dtype=np.int64)
-        ok_s = np.zeros((Lv, He), dtype=bool)
-        best_v = np.full(He, np.inf)
-        best_i = np.zeros(He, dtype=np.int64)
-        for lv in range(Lv):
-            nodes = np.flatnonzero(band == lv)
-            if nodes.size:
-                kb = key[nodes]
-                ib = kb.argmin(axis=0)
-                vb = kb[ib, cols]
-                nb = nodes[ib]
-                # First minimum over the union of bands: lower value, then lower node index.
-                win = (vb < best_v) | ((vb == best_v) & (nb < best_i))
-                best_v = np.where(win, vb, best_v)
-                best_i = np.where(win, nb, best_i)
-            ok_s[lv] = np.isfinite(best_v)
-            single[lv] = np.where(ok_s[lv], best_i, 0)
+        if Lv * free.size <= _DENSE_CELLS:  # small: fewest numpy calls
+            take, tnode, cost_m, rate_m, single, ok_s = self._candidates_dense(
+                info, levels, free, price, order
+            )
+        else:  # large: visit only each floor's eligible nodes, only as deep as needed
+            # Speed band of each node: floor l admits the nodes of bands 0..l (Lv = ineligible).
+            band = (levels[None, :] > r[:, None]).sum(axis=1)
+            take, tnode, _, cost_m, rate_m = self._multi_candidates(
+                info, band, Lv, free, price, order
+            )
+            single, ok_s = self._single_candidates(band, Lv, free, price, n)
         cost_s = n * price[single, cols[None, :]]
         rate_1 = np.where(ok_s, r[single], 0.0)
         # Candidates: single-node first (preferred on ties: consolidation), then multi-node.
@@ -770,6 +771,75 @@ class Hadar(BasePolicy):
                 )
             )
         return out
+
+    def _candidates_dense(
+        self,
+        info: _JobInfo,
+        levels: FloatArray,
+        free: IntArray,
+        price: FloatArray,
+        order: IntArray,
+    ) -> tuple[IntArray, IntArray, FloatArray, FloatArray, IntArray, BoolArray]:
+        """Multi- and single-node candidates of every floor over all nodes at once (small N).
+
+        Returns:
+            ``(take, tnode, cost_m, rate_m, single, ok_s)``: GPUs per sorted position and its
+            node, shape (Lv, N, He); multi-node cost and rate, the single-node candidate and
+            whether it exists, shape (Lv, He). The same values as the large-cluster path.
+        """
+        n, r, rs = info.n, info.rate, info.rate_spread
+        mask = r[None, :] >= levels[:, None]  # (Lv, N)
+        fr_s = np.take_along_axis(free, order, axis=0)
+        pr_s = np.take_along_axis(price, order, axis=0)
+        avail = np.where(mask[:, order], fr_s[None], 0)  # (Lv, N, He)
+        cum = np.cumsum(avail, axis=1)
+        take = np.clip(n - (cum - avail), 0, avail)
+        feas_m = cum[:, -1, :] >= n
+        cost_m = (take * pr_s[None]).sum(axis=1)
+        used = take > 0
+        nn = used.sum(axis=1)
+        maxc = np.where(used, self._size[order][None], 0).max(axis=1)
+        spread = nn > -(-n // np.maximum(maxc, 1))
+        rate_p = np.where(used, r[order][None], np.inf).min(axis=1)
+        rate_s = np.where(used, rs[order][None], np.inf).min(axis=1)
+        rate_m = np.where(spread, rate_s, rate_p)
+        rate_m = np.where(feas_m & np.isfinite(rate_m), rate_m, 0.0)
+        fit = mask[:, :, None] & (free[None] >= n)
+        key = np.where(fit, (price * (1.0 + 1e-7 * free / self._cmax))[None], np.inf)
+        single = key.argmin(axis=1)  # (Lv, He)
+        ok_s = np.isfinite(np.take_along_axis(key, single[:, None, :], axis=1)[:, 0, :])
+        tnode = np.broadcast_to(order, take.shape)
+        return take, tnode, cost_m, rate_m, single, ok_s
+
+    def _single_candidates(
+        self, band: IntArray, Lv: int, free: IntArray, price: FloatArray, n: int
+    ) -> tuple[IntArray, BoolArray]:
+        """Cheapest node holding the whole gang per floor and slot (best fit on ties).
+
+        Returns:
+            ``(single, ok)``: the node (0 where none) and whether one exists, shape (Lv, He).
+        """
+        He = free.shape[1]
+        cols = np.arange(He)
+        key = np.where(free >= n, price * (1.0 + 1e-7 * free / self._cmax), np.inf)
+        single = np.zeros((Lv, He), dtype=np.int64)
+        ok = np.zeros((Lv, He), dtype=bool)
+        best_v = np.full(He, np.inf)
+        best_i = np.zeros(He, dtype=np.int64)
+        for lv in range(Lv):
+            nodes = np.flatnonzero(band == lv)
+            if nodes.size:
+                kb = key[nodes]
+                ib = kb.argmin(axis=0)
+                vb = kb[ib, cols]
+                nb = nodes[ib]
+                # First minimum over the union of bands: lower value, then lower node index.
+                win = (vb < best_v) | ((vb == best_v) & (nb < best_i))
+                best_v = np.where(win, vb, best_v)
+                best_i = np.where(win, nb, best_i)
+            ok[lv] = np.isfinite(best_v)
+            single[lv] = np.where(ok[lv], best_i, 0)
+        return single, ok
 
     def _multi_candidates(
         self,
@@ -923,13 +993,21 @@ class Hadar(BasePolicy):
             # The greedy prefix shrinks (in rank) as tau grows, so the tau_min row bounds every
             # row's cut k0; a slot ranked after k0 is never taken, and adding it leaves the
             # schedule (and mu) of the previous tau unchanged, so only the other taus are rows.
-            k0 = int((np.cumsum(np.where(pos & (sig <= tau_min), p_sig, 0.0)) >= Wt).argmax())
-            sig, p_sig, c_sig, pos = sig[: k0 + 1], p_sig[: k0 + 1], c_sig[: k0 + 1], pos[: k0 + 1]
-            rank = np.full(T, T, dtype=np.int64)
-            rank[sig[pos]] = np.flatnonzero(pos)
             taus = np.arange(tau_min, T)
-            taus = taus[(taus == tau_min) | (rank[taus] <= k0)]
-            k, C, lst = _greedy_cuts(sig, p_sig, c_sig, pos, taus, Wt)
+            if taus.size * T > _DENSE_SCHEDULE:
+                k0 = int((np.cumsum(np.where(pos & (sig <= tau_min), p_sig, 0.0)) >= Wt).argmax())
+                sig, p_sig, c_sig, pos = (
+                    sig[: k0 + 1],
+                    p_sig[: k0 + 1],
+                    c_sig[: k0 + 1],
+                    pos[: k0 + 1],
+                )
+                rank = np.full(T, T, dtype=np.int64)
+                rank[sig[pos]] = np.flatnonzero(pos)
+                taus = taus[(taus == tau_min) | (rank[taus] <= k0)]
+            k, C, lst = _greedy_cuts(
+                sig, p_sig, c_sig, pos, taus, Wt, blocks=taus.size * sig.size > _DENSE_SCHEDULE
+            )
             fval = utility_value(
                 self.utility,
                 base_t + (lst + 1) * D,

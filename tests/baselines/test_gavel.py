@@ -482,3 +482,16 @@ def test_presets_compose_and_instantiate() -> None:
     assert [got[n].name for n in names] == names
     assert got["gavel_agnostic"].aware is False and got["gavel_ss"].objective == "ss"
     assert all(p.round_s == 360.0 and p.min_reset_s == 1920.0 for p in got.values())
+
+
+#: Gavel LAS on the scenario of ``test_hadar._fingerprint``, with the LP solved by HiGHS's
+#: interior-point method and crossover. The dual simplex solve used before reached another
+#: optimal vertex of the same LP (fingerprint 39c4f3e13f4311bd); docs/bench_policies.md compares
+#: the two.
+GAVEL_FINGERPRINT = "1a653cafc913512a"
+
+
+def test_decisions_match_the_recorded_fingerprint() -> None:
+    from test_hadar import _fingerprint
+
+    assert _fingerprint(GavelPolicy()) == GAVEL_FINGERPRINT

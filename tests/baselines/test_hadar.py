@@ -325,11 +325,11 @@ HADAR_FINGERPRINT = "e87f8a27aa5acef1"
 
 
 def test_decisions_match_the_recorded_fingerprint(monkeypatch: pytest.MonkeyPatch) -> None:
-    from hetsched.baselines import hadar
+    from hetsched.baselines import hadar_dual
 
     assert _fingerprint(Hadar()) == HADAR_FINGERPRINT
     # The large-cluster forms of the subroutine (per-floor eligible nodes, blocked schedule
     # search) decide exactly as the dense ones; force them on the same scenario.
-    monkeypatch.setattr(hadar, "_DENSE_CELLS", 0)
-    monkeypatch.setattr(hadar, "_DENSE_SCHEDULE", 0)
+    monkeypatch.setattr(hadar_dual, "_DENSE_CELLS", 0)
+    monkeypatch.setattr(hadar_dual, "_DENSE_SCHEDULE", 0)
     assert _fingerprint(Hadar()) == HADAR_FINGERPRINT

@@ -111,6 +111,8 @@ COMPARE_COLUMNS: tuple[str, ...] = (
     "cpu_ratio",
     "ref_max_ms",
     "max_ms",
+    "ref_cpu_max_ms",
+    "cpu_max_ms",
     "same_decisions",
     "note",
 )
@@ -238,6 +240,7 @@ def bench_one(
         "timed": len(ms),
         "note": note,
         "cpu_ms": 1e3 * statistics.median(cpu) if cpu else nan,
+        "cpu_max_ms": 1e3 * max(cpu) if cpu else nan,
         "decisions": digest.hexdigest()[:16],
     }
 
@@ -402,6 +405,8 @@ def compare(args: argparse.Namespace, argv: list[str]) -> None:
                     "cpu_ms": med(now, "cpu_ms"),
                     "ref_max_ms": med(ref, "max_ms"),
                     "max_ms": med(now, "max_ms"),
+                    "ref_cpu_max_ms": med(ref, "cpu_max_ms"),
+                    "cpu_max_ms": med(now, "cpu_max_ms"),
                     "same_decisions": "yes"
                     if {r.get("decisions") for r in ref + now} == {now[0].get("decisions")}
                     and now[0].get("decisions")

@@ -79,6 +79,10 @@ engine stopped at a failure restarts from its plan like any pending job. A repai
 node's capacity and counts as a price fall, so deferred and waiting jobs are re-evaluated.
 
 Deferrals per job are kept in :attr:`Hadar.deferrals`; :meth:`Hadar.stats` summarises them.
+
+Modules: this one holds the policy (price window, plans, acceptance, backfilling, dispatch);
+:mod:`hetsched.baselines.hadar_dual` the dual subroutine (a mixin of :class:`Hadar`) and
+:mod:`hetsched.baselines.hadar_plan` the prices, utilities, plan records and schedule search.
 """
 
 import math

@@ -349,7 +349,10 @@ def _extract(ref: str, dest: Path) -> None:
               file=sys.stderr)  # fmt: skip
         raise SystemExit(2)
     with tarfile.open(fileobj=io.BytesIO(res.stdout)) as tar:
-        tar.extractall(dest, filter="data")
+        try:
+            tar.extractall(dest, filter="data")
+        except TypeError:  # Python < 3.10.12 has no extraction filters (our own archive)
+            tar.extractall(dest)
 
 
 def _worker(tree: Path, policy: str, gpus: int, args: argparse.Namespace) -> dict[str, Any]:

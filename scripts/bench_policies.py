@@ -14,7 +14,14 @@ throttled LP re-solve (counted in ``note``). It then times ``--decisions`` furth
 milliseconds per decision, with the first (cold) decision and the active-job count beside them.
 
 Targets (project brief): Gavel LAS under 1 s and Sia under 5 s per decision at 2048 GPUs on the
-2-core development machine.
+2-core development machine; Hadar under 100 ms (median) on ``sia_64`` and under 1 s at 2048 GPUs.
+
+``--compare REF`` measures the same cells for the code of git commit ``REF`` (extracted with
+``git archive`` into a temporary directory) and for the working tree, one cell after the other
+in fresh processes (``--repeats`` pairs per cell), and reports both medians with their ratio
+(``REF / now``, > 1 = faster now) in wall-clock and in CPU time (the CPU ratio is the steadier one
+on a shared machine), and whether the two made the same decisions (a hash of every allocation,
+warm-up included).
 
 Examples::
 
@@ -22,17 +29,22 @@ Examples::
     python scripts/bench_policies.py --quick                         # 64 and 256 GPUs, 3 decisions
     python scripts/bench_policies.py --policies gavel sia --sizes 2048 --decisions 5
     python scripts/bench_policies.py --out outputs/bench_policies    # also write .md / .csv
+    python scripts/bench_policies.py --policies hadar gavel --sizes 64 2048 --compare HEAD~3
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import hashlib
+import json
 import math
 import os
 import platform
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -44,17 +56,23 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+# ``--tree DIR`` (a worker of ``--compare``) imports hetsched from DIR instead of this checkout.
+_TREE = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--tree=")), str(ROOT))
+sys.path.insert(0, _TREE)
 
 from hetsched.evaluation import atomic_write_text, csv_text, markdown_table  # noqa: E402
-from hetsched.resources import CONF_DIR  # noqa: E402
 from hetsched.sim.cluster import Cluster  # noqa: E402
 from hetsched.sim.clusters import scaled_cluster  # noqa: E402
 from hetsched.sim.engine import SimConfig, Simulator  # noqa: E402
 from hetsched.sim.throughput import ThroughputModel, default_throughput  # noqa: E402
 from hetsched.sim.workload import Workload  # noqa: E402
 
-CONF = CONF_DIR
+#: The presets of the tree under test (packaged since hetsched/conf; at the root before).
+CONF = next(
+    (p for p in (Path(_TREE) / "hetsched" / "conf", Path(_TREE) / "conf") if p.is_dir()),
+    Path(_TREE) / "hetsched" / "conf",
+)
 POLICIES: tuple[str, ...] = (
     "fifo",
     "las",
@@ -83,6 +101,23 @@ COLUMNS: tuple[str, ...] = (
     "median_ms",
     "max_ms",
     "timed",
+    "note",
+)
+COMPARE_COLUMNS: tuple[str, ...] = (
+    "policy",
+    "gpus",
+    "active",
+    "ref_median_ms",
+    "median_ms",
+    "wall_ratio",
+    "ref_cpu_ms",
+    "cpu_ms",
+    "cpu_ratio",
+    "ref_max_ms",
+    "max_ms",
+    "ref_cpu_max_ms",
+    "cpu_max_ms",
+    "same_decisions",
     "note",
 )
 
@@ -158,6 +193,8 @@ def bench_one(
     warm = min(max_warm, math.ceil(warm_s / round_s))
     solves0 = 0
     times: list[float] = []
+    cpu: list[float] = []
+    digest = hashlib.sha256()
     active: list[int] = []
     running: list[int] = []
     first = float("nan")
@@ -169,15 +206,21 @@ def bench_one(
             break
         st = sim.state(round_s)
         gc.collect()
+        c0 = time.process_time()
         t0 = time.perf_counter()
         alloc = pol.decide(st)
         dt = time.perf_counter() - t0
+        dc = time.process_time() - c0
+        o = np.lexsort((alloc.node, alloc.job))
+        for arr in (alloc.job[o], alloc.node[o], alloc.gpus[o]):
+            digest.update(np.ascontiguousarray(arr, dtype=np.int64).tobytes())
         if r == 0:
             first = dt
         if r == warm - 1 or (warm == 0 and r == 0):
             solves0 = int(getattr(pol, "solves", 0)) if warm else 0
         if r >= warm:
             times.append(dt)
+            cpu.append(dc)
             active.append(int(st.active.size))
             running.append(int(np.unique(alloc.job).size))
         sim.advance(alloc, round_s=round_s)
@@ -200,6 +243,9 @@ def bench_one(
         "max_ms": max(ms) if ms else nan,
         "timed": len(ms),
         "note": note,
+        "cpu_ms": 1e3 * statistics.median(cpu) if cpu else nan,
+        "cpu_max_ms": 1e3 * max(cpu) if cpu else nan,
+        "decisions": digest.hexdigest()[:16],
     }
 
 
@@ -224,10 +270,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=None, help="write bench_policies.{md,csv} here")
     ap.add_argument("--quick", action="store_true", help="64 and 256 GPUs, 3 warm, 3 timed")
+    ap.add_argument("--compare", metavar="REF", help="also time git commit REF, paired per cell")
+    ap.add_argument("--repeats", type=int, default=1, help="--compare: pairs of runs per cell")
+    ap.add_argument("--tree", help=argparse.SUPPRESS)  # worker: import hetsched from this tree
+    ap.add_argument("--json", type=Path, help=argparse.SUPPRESS)  # worker: write rows here
     args = ap.parse_args(argv)
     if args.quick:
         args.sizes = [s for s in args.sizes if s <= 256] or [64]
         args.max_warm, args.decisions = 3, 3
+    if args.repeats < 1:
+        print(f"bench_policies: --repeats {args.repeats} must be >= 1", file=sys.stderr)
+        raise SystemExit(2)
+    if args.compare:
+        compare(args, sys.argv[1:] if argv is None else list(argv))
+        return
     from tqdm.auto import tqdm
 
     tm = default_throughput()
@@ -275,11 +331,118 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"decisions per cell; {args.jobs_per_gpu} Philly jobs per GPU "
         f"({'rigid' if args.rigid else 'elastic'}, arrivals in {args.arrival_span_s:.0f} s)."
     )
+    if args.json:
+        atomic_write_text(args.json, json.dumps(rows))
+        return
     table = markdown_table(rows, COLUMNS)
     print(header + "\n\n" + table)
     if args.out:
         atomic_write_text(args.out / "bench_policies.md", header + "\n\n" + table + "\n")
         atomic_write_text(args.out / "bench_policies.csv", csv_text(rows, COLUMNS))
+
+
+def _extract(ref: str, dest: Path) -> None:
+    """``git archive REF`` of this checkout, unpacked into ``dest``; exit 2 on a bad REF."""
+    import io
+    import tarfile
+
+    res = subprocess.run(["git", "-C", str(ROOT), "archive", ref], capture_output=True, check=False)
+    if res.returncode != 0:
+        msg = res.stderr.decode(errors="replace").strip().splitlines()
+        print(f"bench_policies: --compare {ref}: git archive failed: {msg[-1] if msg else ''}",
+              file=sys.stderr)  # fmt: skip
+        raise SystemExit(2)
+    with tarfile.open(fileobj=io.BytesIO(res.stdout)) as tar:
+        try:
+            tar.extractall(dest, filter="data")
+        except TypeError:  # Python < 3.10.12 has no extraction filters (our own archive)
+            tar.extractall(dest)
+
+
+def _worker(tree: Path, policy: str, gpus: int, args: argparse.Namespace) -> dict[str, Any]:
+    """One cell in a fresh process importing hetsched from ``tree``; its row (or an error)."""
+    from hetsched.sim.paths import shared_data_root
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "row.json"
+        cmd = [
+            sys.executable, str(Path(__file__).resolve()), f"--tree={tree}",
+            "--policies", policy, "--sizes", str(gpus), "--jobs-per-gpu", str(args.jobs_per_gpu),
+            "--warm-s", str(args.warm_s), "--max-warm", str(args.max_warm),
+            "--decisions", str(args.decisions), "--arrival-span-s", str(args.arrival_span_s),
+            "--budget-s", str(args.budget_s), "--seed", str(args.seed), "--json", str(out),
+        ] + (["--rigid"] if args.rigid else [])  # fmt: skip
+        env = {**os.environ, "HETSCHED_SHARED_DATA": str(shared_data_root())}
+        res = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+        if res.returncode != 0 or not out.exists():
+            tail = (res.stderr.strip().splitlines() or ["no output"])[-1]
+            return {"policy": policy, "gpus": gpus, "note": f"worker failed: {tail}"}
+        rows: list[dict[str, Any]] = json.loads(out.read_text())
+        return rows[0]
+
+
+def compare(args: argparse.Namespace, argv: list[str]) -> None:
+    """Time every cell for commit ``args.compare`` and for this tree, in alternating processes."""
+    nan = float("nan")
+
+    def med(rows: list[dict[str, Any]], key: str) -> float:
+        vals = [float(r[key]) for r in rows if key in r and math.isfinite(float(r[key]))]
+        return statistics.median(vals) if vals else nan
+
+    out: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="bench_ref_") as tmp:
+        ref_tree = Path(tmp)
+        _extract(args.compare, ref_tree)
+        for gpus in args.sizes:
+            for name in args.policies:
+                runs: dict[str, list[dict[str, Any]]] = {"ref": [], "now": []}
+                for rep in range(args.repeats):
+                    order = ("ref", "now") if rep % 2 == 0 else ("now", "ref")
+                    for which in order:
+                        tree = ref_tree if which == "ref" else ROOT
+                        runs[which].append(_worker(tree, name, gpus, args))
+                ref, now = runs["ref"], runs["now"]
+                row = {
+                    "policy": name,
+                    "gpus": gpus,
+                    "active": now[0].get("active", 0),
+                    "ref_median_ms": med(ref, "median_ms"),
+                    "median_ms": med(now, "median_ms"),
+                    "ref_cpu_ms": med(ref, "cpu_ms"),
+                    "cpu_ms": med(now, "cpu_ms"),
+                    "ref_max_ms": med(ref, "max_ms"),
+                    "max_ms": med(now, "max_ms"),
+                    "ref_cpu_max_ms": med(ref, "cpu_max_ms"),
+                    "cpu_max_ms": med(now, "cpu_max_ms"),
+                    "same_decisions": "yes"
+                    if {r.get("decisions") for r in ref + now} == {now[0].get("decisions")}
+                    and now[0].get("decisions")
+                    else "no",
+                    "note": "; ".join(sorted({r["note"] for r in ref + now if r.get("note")})),
+                }
+                row["wall_ratio"] = row["ref_median_ms"] / row["median_ms"]
+                row["cpu_ratio"] = row["ref_cpu_ms"] / row["cpu_ms"]
+                out.append(row)
+                print(
+                    f"{name:>14} {gpus:>5} GPUs: {row['ref_median_ms']:.1f} -> "
+                    f"{row['median_ms']:.1f} ms (x{row['wall_ratio']:.2f} wall, "
+                    f"x{row['cpu_ratio']:.2f} CPU), same decisions: {row['same_decisions']}",
+                    flush=True,
+                )
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else nan
+    header = (
+        f"Command: `python scripts/bench_policies.py {' '.join(argv)}` on "
+        f"{platform.node() or 'unknown host'} ({os.cpu_count()} CPUs, Python "
+        f"{platform.python_version()}, load average {load:.1f} at the end); `ref` = "
+        f"{args.compare}, {args.repeats} pair(s) of fresh processes per cell, medians of "
+        f"{args.decisions} timed decisions after min({args.max_warm} rounds, "
+        f"{args.warm_s:.0f} s) of warm-up; ratio = ref / now."
+    )
+    table = markdown_table(out, COMPARE_COLUMNS)
+    print(header + "\n\n" + table)
+    if args.out:
+        atomic_write_text(args.out / "bench_policies_compare.md", header + "\n\n" + table + "\n")
+        atomic_write_text(args.out / "bench_policies_compare.csv", csv_text(out, COMPARE_COLUMNS))
 
 
 if __name__ == "__main__":

@@ -27,14 +27,19 @@ also hands spare capacity to jobs that are not the bottleneck (a single max-min 
 arbitrary; Gavel's interior-point solver returns some point of the optimal face). It changes the
 max-min value by at most a relative ``eps``.
 
-What is reused between solves, and what is rebuilt (honestly): :class:`MaxMinLP` caches the
-sparse *layout* of the LP (the COO row/column index arrays and the constant coefficients) for the
-last set of scheduling units, so a re-solve with the same units (every step of FTF's bisection,
-and any re-solve after which no job arrived or left) only recomputes the throughput coefficients,
-the right-hand side and the bounds, all vectorised. The solver model itself is *not* reused:
-``scipy.optimize.linprog(method="highs")`` builds a fresh HiGHS model on every call and offers no
-warm start. A change of the job set (an arrival or completion) changes the layout, so it is
-rebuilt too. At Gavel's scale (hundreds of jobs, three types) one solve takes milliseconds.
+What is reused between solves, and what is rebuilt: :class:`MaxMinLP` caches the sparse
+*layout* of the LP (the COO row/column index arrays and the constant coefficients) for the last
+set of scheduling units, so a re-solve with the same units (every step of FTF's bisection, and
+any re-solve after which no job arrived or left) only recomputes the throughput coefficients, the
+right-hand side and the bounds, all vectorised. A change of the job set (an arrival or
+completion) changes the layout, so it is rebuilt too.
+
+Solver: HiGHS's interior-point method with crossover (``linprog(method="highs-ipm")``,
+:func:`_linprog`), its dual simplex method as the fallback. The max-min LP is highly degenerate
+(many allocations reach the optimum) and the simplex method pivots slowly through it: at 2,048
+GPUs (about 2,200 jobs, 3 types) the interior-point solve takes about a third of the simplex
+time (``docs/bench_policies.md``). Both end at an optimal vertex with the same optimal value, but
+not necessarily the same vertex, so the allocation can differ from a simplex solve's.
 """
 
 from __future__ import annotations
@@ -280,8 +285,24 @@ class MaxMinLP:
 def _linprog(
     cost: FloatArray, A: sparse.csc_array, b: FloatArray, bounds: FloatArray
 ) -> OptimizeResult:
-    """Thin wrapper around ``scipy.optimize.linprog`` (HiGHS); tests patch it to fail."""
-    return linprog(cost, A_ub=A, b_ub=b, bounds=bounds, method="highs")
+    """``min cost x`` s.t. ``A x <= b`` and ``bounds`` with HiGHS (tests patch it to fail).
+
+    HiGHS's interior-point method with crossover to a vertex; its dual simplex method if that
+    does not report an optimum.
+
+    Args:
+        cost: Objective coefficients, shape (V,).
+        A: Constraint matrix, CSC, shape (R, V).
+        b: Upper bounds of the rows, shape (R,).
+        bounds: Lower and upper bound per variable, shape (V, 2) (``inf`` allowed).
+
+    Returns:
+        ``scipy.optimize.linprog``'s result: ``status`` (0 = optimal), ``x`` and ``message``.
+    """
+    res = linprog(cost, A_ub=A, b_ub=b, bounds=bounds, method="highs-ipm")
+    if res.status != 0 or res.x is None:
+        res = linprog(cost, A_ub=A, b_ub=b, bounds=bounds, method="highs-ds")
+    return res
 
 
 def job_throughput(combos: Combos, X: FloatArray, M: int) -> FloatArray:

@@ -79,29 +79,33 @@ engine stopped at a failure restarts from its plan like any pending job. A repai
 node's capacity and counts as a price fall, so deferred and waiting jobs are re-evaluated.
 
 Deferrals per job are kept in :attr:`Hadar.deferrals`; :meth:`Hadar.stats` summarises them.
-"""
 
-from __future__ import annotations
+Modules: this one holds the policy (price window, plans, acceptance, backfilling, dispatch);
+:mod:`hetsched.baselines.hadar_dual` the dual subroutine (a mixin of :class:`Hadar`) and
+:mod:`hetsched.baselines.hadar_plan` the prices, utilities, plan records and schedule search.
+"""
 
 import math
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import NDArray
 
 from hetsched.baselines.base import BasePolicy
+from hetsched.baselines.hadar_dual import HadarDual
+from hetsched.baselines.hadar_plan import (
+    UTILITIES,
+    FloatArray,
+    HadarPlan,
+    IntArray,
+    _JobInfo,
+    exp_price,
+    utility_value,
+)
 from hetsched.sim.allocation import Allocation
 from hetsched.sim.cluster import Cluster
 from hetsched.sim.engine import DONE, PENDING, RUNNING, SimState
 from hetsched.sim.throughput import ThroughputModel
 from hetsched.sim.workload import Workload
-
-IntArray = NDArray[np.int64]
-FloatArray = NDArray[np.float64]
-BoolArray = NDArray[np.bool_]
-
-UTILITIES = ("linear", "sigmoid", "step", "constant")
-_MAX_LEVELS = 8  # speed floors searched per job
 
 
 @dataclass
@@ -146,99 +150,6 @@ class HadarConf:
     backfill: bool = True
 
 
-def exp_price(
-    util: FloatArray | float, low: FloatArray | float, high: FloatArray | float
-) -> FloatArray:
-    """Exponential resource price ``low * (high / low) ** util``.
-
-    Args:
-        util: Utilisation in [0, 1] (reserved / capacity), any shape.
-        low: Price at zero utilisation L (> 0), broadcastable to ``util``.
-        high: Price at full utilisation U (>= L), broadcastable to ``util``.
-
-    Returns:
-        Price per GPU-slot, the broadcast shape.
-    """
-    u = np.asarray(util, dtype=np.float64)
-    lo = np.asarray(low, dtype=np.float64)
-    hi = np.asarray(high, dtype=np.float64)
-    return np.asarray(lo * np.power(hi / lo, u), dtype=np.float64)
-
-
-def utility_value(
-    kind: str,
-    jct_s: FloatArray | float,
-    t_star_s: float,
-    *,
-    weight: float = 1.0,
-    kappa: float = 10.0,
-    floor: float = 0.01,
-) -> FloatArray:
-    """Utility f_i of a job completing after ``jct_s`` seconds (non-increasing in the JCT).
-
-    Args:
-        kind: ``linear``: ``w * (1 - (d - T*) / (kappa T*))``; ``sigmoid``: a smooth step centred
-            at ``(1 + kappa/2) T*``; ``step``: ``w`` up to the deadline ``kappa T*``;
-            ``constant``: ``w``.
-        jct_s: Estimated JCT(s) in seconds, any shape.
-        t_star_s: The job's best solo time T* in seconds (> 0).
-        weight: w_i.
-        kappa: Time scale in multiples of T*.
-        floor: f^min as a fraction of ``weight``; every value is clipped to [floor w, w].
-
-    Returns:
-        Utility values, the shape of ``jct_s``.
-
-    Raises:
-        ValueError: For an unknown ``kind``.
-    """
-    d = np.asarray(jct_s, dtype=np.float64) / max(t_star_s, 1e-9)
-    if kind == "linear":
-        v = 1.0 - (d - 1.0) / kappa
-    elif kind == "sigmoid":
-        z = np.clip((d - 1.0 - 0.5 * kappa) * (8.0 / kappa), -50.0, 50.0)
-        v = 1.0 / (1.0 + np.exp(z))
-    elif kind == "step":
-        v = np.where(d <= kappa, 1.0, 0.0)
-    elif kind == "constant":
-        v = np.ones_like(d)
-    else:
-        raise ValueError(f"hadar utility={kind!r} is unknown; use one of {UTILITIES}")
-    return np.asarray(weight * np.clip(v, floor, 1.0), dtype=np.float64)
-
-
-@dataclass
-class HadarPlan:
-    """One job's schedule found by the dual subroutine (slots relative to the current slot).
-
-    Attributes:
-        job: Job index.
-        slots: Chosen slots, ascending, relative to the current slot (0 = now), shape (S,).
-        progress: Estimated progress per chosen slot in work units, shape (S,).
-        entry_slot: Relative slot of each placement entry, shape (E,).
-        entry_node: Node of each entry, shape (E,).
-        entry_gpus: GPUs of each entry, shape (E,).
-        cost: Sum of the prices of the reserved GPU-slots (extrapolated to the whole work for a
-            partial plan).
-        utility: f_i at the estimated completion.
-        mu: ``utility - cost`` (the job's dual payoff).
-        finish_s: Estimated completion time, absolute seconds.
-        partial: Whether the plan covers only part of the work (the job outlasts the window).
-    """
-
-    job: int
-    slots: IntArray
-    progress: FloatArray
-    entry_slot: IntArray
-    entry_node: IntArray
-    entry_gpus: IntArray
-    cost: float
-    utility: float
-    mu: float
-    finish_s: float
-    partial: bool = False
-
-
 @dataclass
 class _Stored:
     """A committed plan in absolute slot numbers."""
@@ -252,37 +163,7 @@ class _Stored:
     epoch: int
 
 
-@dataclass
-class _JobInfo:
-    """Per-job planning constants (computed at first sight)."""
-
-    n: int
-    t_star: float
-    rate: FloatArray  # (N,) packed isolated rate x CPU/mem factor per node, 0 = ineligible
-    rate_spread: FloatArray  # (N,) the same when the gang is spread over extra nodes
-    restart_s: float
-    arrival: float
-
-
-@dataclass
-class _SlotChoice:
-    """Per-slot cheapest placement of one job (internal to the dual subroutine)."""
-
-    cost: FloatArray  # (H,)
-    prog: FloatArray  # (H,) 0 = infeasible
-    kind: IntArray  # (He,) 0 multi-node, 1 single node, 2 reference placement
-    level: IntArray  # (He,)
-    single: IntArray  # (He,) node of the single-node candidate
-    take: IntArray  # (Lv, N, He) GPUs per sorted node of the multi candidates
-    order: IntArray  # (N, He)
-    ref_nodes: IntArray
-    ref_gpus: IntArray
-    He: int
-    free: IntArray  # (N, He) free GPUs per node and slot (the job's own plan released)
-    price: FloatArray  # (N, He)
-
-
-class Hadar(BasePolicy):
+class Hadar(BasePolicy, HadarDual):
     """Hadar-style primal-dual online scheduler: a reconstruction from the paper's description.
 
     This is **not** the authors' algorithm (neither its code nor its full text was available); it
@@ -591,354 +472,6 @@ class Hadar(BasePolicy):
         )
         self._info[j] = info
         return info
-
-    def _placement_rate(self, info: _JobInfo, nodes: IntArray, gpus: IntArray) -> float:
-        """Engine rate rule (without interference) for a placement of the gang."""
-        if nodes.size == 0:
-            return 0.0
-        need = -(-info.n // int(self._size[nodes].max()))
-        r = info.rate_spread if nodes.size > need else info.rate
-        return float(r[nodes].min())
-
-    # ------------------------------------------------------------------ dual subroutine
-    def _speed_levels(self, r: FloatArray) -> FloatArray:
-        """Distinct positive node rates of a job, fastest first, at most ``_MAX_LEVELS``."""
-        lv = np.unique(r[r > 0])[::-1]
-        if lv.size > _MAX_LEVELS:
-            idx = np.unique(np.linspace(0, lv.size - 1, _MAX_LEVELS).round().astype(np.int64))
-            lv = lv[idx]
-        return lv
-
-    def _slot_choices(
-        self, info: _JobInfo, ref: tuple[IntArray, IntArray] | None
-    ) -> list[_SlotChoice]:
-        """Cheapest placement per unit of progress in every slot, for every speed floor.
-
-        Speed floor l admits placements whose slowest node runs the job at least as fast as the
-        l-th fastest rate level; floor 0 is the fastest. Returns one :class:`_SlotChoice` per
-        floor (empty list when the job can run nowhere).
-        """
-        self._refresh_prices()
-        H = self.horizon
-        used_cols = np.flatnonzero(self._col_load > 0)
-        He = min(H, int(used_cols[-1]) + 2) if used_cols.size else 1
-        n = info.n
-        free = self._cap[:, None] - self.usage[:, :He]  # (N, He)
-        price = self._price[:, :He]
-        order = self._order[:, :He]
-        r, rs = info.rate, info.rate_spread
-        levels = self._speed_levels(r)
-        Lv = levels.size
-        if Lv == 0:
-            return []
-        cols = np.arange(He)
-        D = self.round_s
-        mask = r[None, :] >= levels[:, None]  # (Lv, N)
-        # Multi-node candidates: the n cheapest eligible GPUs, in price order.
-        fr_s = np.take_along_axis(free, order, axis=0)
-        pr_s = np.take_along_axis(price, order, axis=0)
-        avail = np.where(mask[:, order], fr_s[None], 0)  # (Lv, N, He)
-        cum = np.cumsum(avail, axis=1)
-        take = np.clip(n - (cum - avail), 0, avail)
-        feas_m = cum[:, -1, :] >= n
-        cost_m = (take * pr_s[None]).sum(axis=1)
-        used = take > 0
-        nn = used.sum(axis=1)
-        maxc = np.where(used, self._size[order][None], 0).max(axis=1)
-        spread = nn > -(-n // np.maximum(maxc, 1))
-        rate_p = np.where(used, r[order][None], np.inf).min(axis=1)
-        rate_s = np.where(used, rs[order][None], np.inf).min(axis=1)
-        rate_m = np.where(spread, rate_s, rate_p)
-        rate_m = np.where(feas_m & np.isfinite(rate_m), rate_m, 0.0)
-        # Single-node candidates: cheapest node that holds the whole gang (best fit on ties).
-        fit = mask[:, :, None] & (free[None] >= n)
-        key = np.where(fit, (price * (1.0 + 1e-7 * free / self._cmax))[None], np.inf)
-        single = key.argmin(axis=1)  # (Lv, He)
-        ok_s = np.isfinite(np.take_along_axis(key, single[:, None, :], axis=1)[:, 0, :])
-        cost_s = n * price[single, cols[None, :]]
-        rate_1 = np.where(ok_s, r[single], 0.0)
-        # Candidates: single-node first (preferred on ties: consolidation), then multi-node.
-        cand_cost = np.concatenate([cost_s, cost_m])  # (2Lv, He)
-        cand_rate = np.concatenate([rate_1, rate_m])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(cand_rate > 0, cand_cost / (cand_rate * D), np.inf)
-        cand_lv = np.concatenate([np.arange(Lv), np.arange(Lv)])
-        disc = max(0.0, 1.0 - info.restart_s / D) if self.switch_aware else 1.0
-        ref_rate = 0.0
-        if ref is not None and ref[0].size:
-            ref_rate = self._placement_rate(info, ref[0], ref[1])
-        out: list[_SlotChoice] = []
-        for fl in range(Lv):
-            rf = np.where((cand_lv <= fl)[:, None], ratio, np.inf)
-            best = rf.argmin(axis=0)
-            b_cost = cand_cost[best, cols]
-            b_prog = np.where(np.isfinite(rf[best, cols]), cand_rate[best, cols] * D, 0.0)
-            kind = np.where(best < Lv, 1, 0).astype(np.int64)
-            level = np.where(best < Lv, best, best - Lv).astype(np.int64)
-            single_node = single[level, cols]
-            # Reference placement: where the job runs now, else its first feasible placement.
-            if ref is not None and ref[0].size and ref_rate >= levels[fl] * (1 - 1e-9):
-                ref_nodes, ref_gpus, rr = ref[0], ref[1], ref_rate
-            else:
-                feas_cols = np.flatnonzero(b_prog > 0)
-                if feas_cols.size:
-                    t = int(feas_cols[0])
-                    ref_nodes, ref_gpus = self._entries_at(
-                        t, int(kind[t]), int(level[t]), int(single_node[t]), take, order, n
-                    )
-                else:
-                    ref_nodes = ref_gpus = np.zeros(0, dtype=np.int64)
-                rr = self._placement_rate(info, ref_nodes, ref_gpus)
-            if ref_nodes.size and rr > 0:
-                feas_r = (free[ref_nodes] >= ref_gpus[:, None]).all(axis=0)
-                cost_r = (ref_gpus[:, None] * price[ref_nodes]).sum(axis=0)
-                prog_r = rr * D
-                prog_b = b_prog * disc  # any other placement pays a restart
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    ratio_b = np.where(prog_b > 0, b_cost / prog_b, np.inf)
-                ratio_r = np.where(feas_r, cost_r / prog_r, np.inf)
-                use_r = feas_r & (self.sticky | (ratio_r <= ratio_b))
-                b_cost = np.where(use_r, cost_r, b_cost)
-                b_prog = np.where(use_r, prog_r, prog_b)
-                kind = np.where(use_r, 2, kind)
-            b_cost = np.where(b_prog > 0, b_cost, np.inf)
-            # Columns from He on are idle and identical to column He - 1.
-            if He < H:
-                b_cost = np.concatenate([b_cost, np.full(H - He, b_cost[-1])])
-                b_prog = np.concatenate([b_prog, np.full(H - He, b_prog[-1])])
-            out.append(
-                _SlotChoice(
-                    b_cost,
-                    b_prog,
-                    kind,
-                    level,
-                    single_node,
-                    take,
-                    order,
-                    ref_nodes,
-                    ref_gpus,
-                    He,
-                    free,
-                    price,
-                )
-            )
-        return out
-
-    @staticmethod
-    def _entries_at(
-        t: int, kind: int, level: int, single: int, take: IntArray, order: IntArray, n: int
-    ) -> tuple[IntArray, IntArray]:
-        if kind == 1:
-            return np.array([single], dtype=np.int64), np.array([n], dtype=np.int64)
-        g = take[level, :, t]
-        nz = np.flatnonzero(g)
-        return order[nz, t].astype(np.int64), g[nz].astype(np.int64)
-
-    def dual_subroutine(
-        self, j: int, work: float | None = None, ref: tuple[IntArray, IntArray] | None = None
-    ) -> HadarPlan | None:
-        """Best schedule of job ``j`` at the current prices (hadar.md §2.4).
-
-        For every speed floor (see :meth:`_slot_choices`) and every candidate completion slot
-        tau, whole slots are taken in ascending cost per unit of progress until the planned
-        progress reaches the work; the (floor, tau) maximising ``f - cost`` wins.
-
-        Args:
-            j: Job index (its reservations, if any, must have been released).
-            work: Work to plan for in work units (default: the job's total work x margin).
-            ref: Reference placement ``(nodes, gpus)`` (where the job runs now), if any.
-
-        Returns:
-            The best plan, or ``None`` when no slot of the window can run the job.
-
-        Raises:
-            RuntimeError: Before the first :meth:`decide` / :meth:`sync` (no current time).
-        """
-        if math.isnan(self.now_time):
-            raise RuntimeError(
-                "Hadar.dual_subroutine needs the current time: call decide(state) or sync(time) first"
-            )
-        self.subroutine_calls += 1
-        info = self._job_info(j)
-        if not self._bounds_ready:
-            self._learn_bounds(j)
-        W = float(self.workload.work[j]) * (1.0 + self.work_margin) if work is None else float(work)
-        best: HadarPlan | None = None
-        for sc in self._slot_choices(info, ref):
-            plan = self._best_schedule(j, info, sc, W)
-            if plan is not None and (best is None or plan.mu > best.mu):
-                best = plan
-        return best
-
-    def _best_schedule(self, j: int, info: _JobInfo, sc: _SlotChoice, W: float) -> HadarPlan | None:
-        """OASiS-style search over completion slots for one speed floor (vectorised)."""
-        H, D = self.horizon, self.round_s
-        cost, prog = sc.cost, sc.prog
-        feas = prog > 0
-        if not feas.any():
-            return None
-        base_t = self.now_time - info.arrival
-        time_cum = np.cumsum(prog)
-        Wt = W * (1.0 - 1e-12)
-        partial = bool(time_cum[-1] < Wt)
-        if not partial:
-            # Candidate completion slots: from the first slot by which all feasible slots so far
-            # suffice, to the slot after which only identical idle slots would be added.
-            tau_min = int(np.argmax(time_cum >= Wt))
-            tau_max = H - 1
-            p0 = float(prog[sc.He - 1])
-            if sc.He < H and p0 > 0:
-                tau_max = min(H - 1, sc.He - 1 + math.ceil(W / p0))
-            T = tau_max + 1
-            c_T, p_T = cost[:T], prog[:T]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ratio = np.where(p_T > 0, c_T / p_T, np.inf)
-            sig = np.argsort(ratio, kind="stable")  # cheapest per progress first, earlier on ties
-            taus = np.arange(tau_min, T)
-            M = (sig[None, :] <= taus[:, None]) & (p_T[sig] > 0)[None, :]  # (tau, s)
-            cp = np.cumsum(np.where(M, p_T[sig][None, :], 0.0), axis=1)
-            k = (cp >= Wt).argmax(axis=1)  # every tau >= tau_min reaches W
-            cc = np.cumsum(np.where(M, c_T[sig][None, :], 0.0), axis=1)
-            last = np.maximum.accumulate(np.where(M, sig[None, :], -1), axis=1)
-            rows = np.arange(taus.size)
-            C = cc[rows, k]
-            lst = last[rows, k]
-            fval = utility_value(
-                self.utility,
-                base_t + (lst + 1) * D,
-                info.t_star,
-                weight=self.weight,
-                kappa=self.kappa,
-                floor=self.utility_floor,
-            )
-            i = int((fval - C).argmax())
-            chosen = sig[: k[i] + 1][M[i, : k[i] + 1]]
-            total_cost, fbest = float(C[i]), float(fval[i])
-            finish = self.now_time + (int(lst[i]) + 1) * D
-        else:
-            chosen = np.flatnonzero(feas)
-            P = float(prog[chosen].sum())
-            rate_best = float(prog.max()) / D
-            finish = self.now_time + (int(chosen.max()) + 1) * D + (W - P) / rate_best
-            total_cost = float(cost[chosen].sum()) * W / P
-            fbest = float(
-                utility_value(
-                    self.utility,
-                    finish - info.arrival,
-                    info.t_star,
-                    weight=self.weight,
-                    kappa=self.kappa,
-                    floor=self.utility_floor,
-                )
-            )
-        chosen = np.sort(chosen).astype(np.int64)
-        e_slot, e_node, e_gpus = self._plan_entries(sc, chosen, info.n)
-        e_slot, e_node, e_gpus, progress, c_new = self._stabilise(
-            info, sc, chosen, e_slot, e_node, e_gpus
-        )
-        if not partial:
-            total_cost = c_new
-        return HadarPlan(
-            job=j,
-            slots=chosen,
-            progress=progress,
-            entry_slot=e_slot,
-            entry_node=e_node,
-            entry_gpus=e_gpus,
-            cost=total_cost,
-            utility=fbest,
-            mu=fbest - total_cost,
-            finish_s=float(finish),
-            partial=partial,
-        )
-
-    def _stabilise(
-        self,
-        info: _JobInfo,
-        sc: _SlotChoice,
-        chosen: IntArray,
-        e_slot: IntArray,
-        e_node: IntArray,
-        e_gpus: IntArray,
-    ) -> tuple[IntArray, IntArray, IntArray, FloatArray, float]:
-        """Keep each placement for as long as it stays free (moves only when forced).
-
-        Walks the chosen slots in time order: the placement of the first slot is kept in every
-        later chosen slot until its GPUs are reserved by others; then the planned placement of
-        that slot takes over, and so on. One vectorised feasibility check per move.
-
-        Returns:
-            Entries ``(slot, node, gpus)``, estimated progress per chosen slot (work units) and
-            the schedule's cost at the current prices.
-        """
-        D = self.round_s
-        col = np.minimum(chosen, sc.He - 1)
-        S = chosen.size
-        seg_start: list[int] = []
-        i = 0
-        while i < S:
-            seg_start.append(i)
-            m = e_slot == chosen[i]
-            nodes, gpus = e_node[m], e_gpus[m]
-            ok = (sc.free[nodes][:, col[i:]] >= gpus[:, None]).all(axis=0)
-            bad = np.flatnonzero(~ok)
-            i = S if bad.size == 0 else i + int(bad[0])
-        starts = np.array(seg_start, dtype=np.int64)
-        seg = np.searchsorted(starts, np.arange(S), side="right") - 1  # segment of each slot
-        src = chosen[starts]  # slot whose placement each segment uses
-        disc = max(0.0, 1.0 - info.restart_s / D) if self.switch_aware else 1.0
-        parts: list[tuple[IntArray, IntArray, IntArray]] = []
-        progress = np.zeros(S)
-        for g, s0 in enumerate(src.tolist()):
-            m = e_slot == s0
-            nodes, gpus = e_node[m], e_gpus[m]
-            idx = np.flatnonzero(seg == g)
-            rate = self._placement_rate(info, nodes, gpus)
-            progress[idx] = rate * D * (disc if g > 0 else 1.0)
-            R = nodes.size
-            parts.append(
-                (np.repeat(chosen[idx], R), np.tile(nodes, idx.size), np.tile(gpus, idx.size))
-            )
-        ns = np.concatenate([p[0] for p in parts])
-        nn = np.concatenate([p[1] for p in parts])
-        ng = np.concatenate([p[2] for p in parts])
-        cost = float((ng * sc.price[nn, np.minimum(ns, sc.He - 1)]).sum())
-        return ns, nn, ng, progress, cost
-
-    @staticmethod
-    def _plan_entries(
-        sc: _SlotChoice, chosen: IntArray, n: int
-    ) -> tuple[IntArray, IntArray, IntArray]:
-        """Placement entries (slot, node, gpus) of the chosen slots, vectorised."""
-        col = np.minimum(chosen, sc.He - 1)  # idle columns repeat the last computed one
-        kind = sc.kind[col]
-        parts_s: list[IntArray] = []
-        parts_n: list[IntArray] = []
-        parts_g: list[IntArray] = []
-        m = kind == 0
-        if m.any():
-            sl, cl_ = chosen[m], col[m]
-            g = sc.take[sc.level[cl_], :, cl_]  # (S, N) GPUs per sorted position
-            si, pos = np.nonzero(g)
-            parts_s.append(sl[si])
-            parts_n.append(sc.order[pos, cl_[si]])
-            parts_g.append(g[si, pos])
-        m = kind == 1
-        if m.any():
-            parts_s.append(chosen[m])
-            parts_n.append(sc.single[col[m]])
-            parts_g.append(np.full(int(m.sum()), n))
-        m = kind == 2
-        if m.any():
-            R = sc.ref_nodes.size
-            parts_s.append(np.repeat(chosen[m], R))
-            parts_n.append(np.tile(sc.ref_nodes, int(m.sum())))
-            parts_g.append(np.tile(sc.ref_gpus, int(m.sum())))
-        return (
-            np.concatenate(parts_s).astype(np.int64),
-            np.concatenate(parts_n).astype(np.int64),
-            np.concatenate(parts_g).astype(np.int64),
-        )
 
     # ------------------------------------------------------------------ commitments
     def _commit(self, plan: HadarPlan) -> None:

@@ -267,3 +267,68 @@ def test_no_gpus_idle_while_a_job_waits_for_them_later() -> None:
     assert rounds <= 2.0 * lower + 3, f"makespan {rounds} rounds vs lower bound {lower:.1f}"
     rounds_off, bad_off, _ = _idle_while_planned_later(backfill=False)
     assert bad_off > 0 and rounds_off > rounds  # the scenario does exercise the fix
+
+
+# ---------------------------------------------------------------------- decision fingerprint
+def _fingerprint(policy: object) -> str:
+    """Hash of every allocation of ``policy`` on Sia's 64-GPU mix with a 96-job Philly window.
+
+    The window's arrivals span at most 600 s (elastic jobs, seed 0), so most jobs wait and
+    Hadar's deferrals, re-plans, refreshes and backfilling all run; the run ends when every job
+    has finished (about 25 rounds of 360 s).
+    """
+    import hashlib
+    from dataclasses import replace
+
+    from hetsched.sim import traces
+    from hetsched.sim.clusters import scaled_cluster
+    from hetsched.sim.throughput import default_throughput
+
+    nodes = [
+        {"gpu_type": "t4", "count": 6, "gpus": 4, "cpus": 48, "mem_gib": 192},
+        {"gpu_type": "rtx2080ti", "count": 3, "gpus": 8, "cpus": 64, "mem_gib": 384},
+        {"gpu_type": "a100", "count": 2, "gpus": 8, "cpus": 256, "mem_gib": 1024},
+    ]
+    tm = default_throughput()
+    cl = scaled_cluster("sia_x1", nodes, 1)
+    wl = traces.philly(
+        throughput=tm,
+        cluster=cl,
+        rng=np.random.default_rng(0),
+        num_jobs=96,
+        busiest=True,
+        elastic=True,
+        max_gpus_policy="cap",
+    )
+    top = float(wl.arrival.max())
+    if top > 600.0:
+        wl = replace(wl, arrival=wl.arrival * (600.0 / top))
+    policy.reset(cl, wl, tm, np.random.default_rng(0))  # type: ignore[attr-defined]
+    round_s = float(policy.round_s)  # type: ignore[attr-defined]
+    sim = Simulator(cl, wl, tm, SimConfig(round_s=round_s))
+    digest = hashlib.sha256()
+    for _ in range(200):
+        if sim.done:
+            break
+        alloc = policy.decide(sim.state(round_s))  # type: ignore[attr-defined]
+        o = np.lexsort((alloc.node, alloc.job))
+        for arr in (alloc.job[o], alloc.node[o], alloc.gpus[o]):
+            digest.update(np.ascontiguousarray(arr, dtype=np.int64).tobytes())
+        sim.advance(alloc, round_s=round_s)
+    assert sim.done
+    return digest.hexdigest()[:16]
+
+
+#: Recorded with the dual subroutine before its speed-ups (commit 7f099e5).
+HADAR_FINGERPRINT = "e87f8a27aa5acef1"
+
+
+def test_decisions_match_the_recorded_fingerprint(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hetsched.baselines import hadar_dual
+
+    assert _fingerprint(Hadar()) == HADAR_FINGERPRINT
+    # The large-cluster forms of the subroutine (per-floor eligible nodes, blocked schedule
+    # search) decide exactly as the dense ones; force them on the same scenario.
+    monkeypatch.setattr(hadar_dual, "_DENSE_CELLS", 0)
+    monkeypatch.setattr(hadar_dual, "_DENSE_SCHEDULE", 0)
+    assert _fingerprint(Hadar()) == HADAR_FINGERPRINT

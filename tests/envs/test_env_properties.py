@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hetsched.envs import ClusterParallelEnv
+from hetsched.sim.errors import SimulationStalledError
 from hetsched.sim.throughput import default_throughput
 from hetsched.sim.workload import Workload
 
@@ -92,7 +93,13 @@ def test_random_actions_keep_every_invariant(
                 actions[a] = int(rng.integers(0, env.action_space(a).n))  # maybe illegal
             else:
                 actions[a] = int(rng.integers(-3, env.action_space(a).n + 3))  # maybe out of range
-        obs, rew, term, trunc, infos = env.step(actions)
+        try:
+            obs, rew, term, trunc, infos = env.step(actions)
+        except SimulationStalledError as err:
+            # With an MTBF of 1 h a drawn job may outlast its nodes: the engine stops it with
+            # this error rather than loop forever; nothing else may stop a run.
+            assert with_failures and "node failures" in str(err)
+            return
         for a in rew:
             assert np.isfinite(rew[a])
             assert rew[a] == np.float32(sum(infos[a][p] for p in PARTS)) or np.isclose(

@@ -252,7 +252,7 @@ def test_resume_names_the_settings_the_new_command_line_changes(tmp_path: Path) 
         return Trainer(cfg, d, throughput=tm, envs=[h["tiny_env"](cfg.agent, tm, jobs=2)])
 
     trainer(tmp_path / "a").run()
-    ck = tmp_path / "a" / "checkpoints" / "32.pt"
+    (ck,) = (tmp_path / "a" / "checkpoints").glob("*_32.pt")  # {phase}_{step}.pt
     with pytest.warns(UserWarning, match=r"\['agent.ppo.lr', 'seed'\]"):
         trainer(tmp_path / "b", resume=ck, lr=0.5, seed=3)  # the checkpoint loads at start
     import warnings

@@ -35,12 +35,11 @@ def _clean_env() -> dict[str, str]:
 
 
 def test_resources_live_in_the_package() -> None:
-    from hetsched.agents.policy import DEFAULT_CHECKPOINT, DEFAULT_ENSEMBLE
+    from hetsched.agents.policy import DEFAULT_CHECKPOINT
 
     assert CONF_DIR.parent == PACKAGE_DIR == Path(hetsched.__file__).parent
     assert (CONF_DIR / "evaluate.yaml").is_file() and (CONF_DIR / "train.yaml").is_file()
-    for ck in (DEFAULT_CHECKPOINT, *DEFAULT_ENSEMBLE):
-        assert ck.parent == CHECKPOINT_DIR and ck.is_file(), ck
+    assert DEFAULT_CHECKPOINT.parent == CHECKPOINT_DIR and DEFAULT_CHECKPOINT.is_file()
 
 
 def test_package_data_covers_presets_and_checkpoints() -> None:

@@ -159,6 +159,10 @@ def test_write_outputs_end_to_end_with_plots(tmp_path: Path) -> None:
     for name in ("metrics", "jct_cdf", "gpu_share", "timeline"):
         _assert_png(tmp_path / "plots" / f"{name}.png")
     assert not (tmp_path / "tb").exists()
-    # results.csv is written last: it is at least as new as every other artifact.
+    # The completion marker is written last, after results.csv and every other artifact.
     newest = max(p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file())
-    assert (tmp_path / "results.csv").stat().st_mtime_ns == newest
+    assert (tmp_path / "run.json").stat().st_mtime_ns == newest
+    others = [p for p in tmp_path.rglob("*") if p.is_file() and p.name != "run.json"]
+    assert (tmp_path / "results.csv").stat().st_mtime_ns == max(
+        p.stat().st_mtime_ns for p in others
+    )

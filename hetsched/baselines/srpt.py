@@ -4,7 +4,8 @@ At every arrival and completion, the active jobs are ranked by their estimated r
 remaining work (``state.remaining``) divided by the job's isolated rate at its request on its
 fastest allowed GPU type of the cluster. The shortest jobs whose requests fit in the cluster's
 GPUs are selected (greedy, in rank order); a selected running job stays where it runs, and every
-other selected job is placed on its fastest GPU type with room (then the next fastest). Running
+other selected job is placed on its fastest GPU type with room (then the next fastest, down to
+``min_speed`` of its fastest rate; a job no such type has room for waits). Running
 jobs that are not selected are preempted (a resumed job pays the engine's restart delay);
 GPUs left over by fragmentation go to the next jobs in rank order (work conservation).
 
@@ -36,6 +37,7 @@ class SRPTConf:
     _target_: str = "hetsched.baselines.srpt.SRPT"
     round_s: float = 60.0
     preempt: bool = True
+    min_speed: float = 0.25
 
 
 class SRPT(BasePolicy):
@@ -45,14 +47,19 @@ class SRPT(BasePolicy):
         round_s: Round length in seconds.
         preempt: Preempt running jobs that rank below the selected ones (False: running jobs
             keep their GPUs and only waiting jobs are ranked).
+        min_speed: A job starts only on GPU types that run it at least this fraction of its
+            fastest type's rate (in (0, 1]); otherwise it waits for a faster type.
     """
 
     name = "srpt"
     event_driven = True
 
-    def __init__(self, round_s: float = 60.0, preempt: bool = True) -> None:
+    def __init__(self, round_s: float = 60.0, preempt: bool = True, min_speed: float = 0.25) -> None:
         if not round_s > 0:
             raise ValueError(f"srpt round_s={round_s!r} must be > 0 (seconds)")
+        if not 0 < min_speed <= 1:
+            raise ValueError(f"srpt min_speed={min_speed!r} must be in (0, 1] (a rate fraction)")
+        self.min_speed = float(min_speed)
         self.round_s = float(round_s)
         self.preempt = bool(preempt)
         self._rate = np.zeros((0, len(GPU_TYPE_NAMES)))
@@ -111,8 +118,9 @@ class SRPT(BasePolicy):
     def _place_fastest(self, placer: Placer, j: int, n: int) -> bool:
         """Place job ``j`` on the fastest GPU type with room for ``n`` GPUs."""
         rate = self._rate[j]
+        floor = self.min_speed * rate.max()
         for k in np.argsort(-rate, kind="stable").tolist():
-            if rate[k] <= 0:
+            if rate[k] <= 0 or rate[k] < floor:
                 break
             mask = np.zeros(rate.shape[0], dtype=bool)
             mask[k] = True

@@ -182,3 +182,35 @@ def with_info(policy: Any, info: RuntimeInfo | None, seed: int) -> Any:
     if info is None or info.mode == "exact":
         return policy
     return InfoPolicy(policy, info, seed)
+
+
+#: What each scheduler observes: remaining work, attained service, throughput. ``table``: the
+#: simulator's isolated-throughput table (measured offline; ground truth); ``estimated``: the
+#: scheduler's own estimator from profiles and observed progress.
+INFO_TABLE: dict[str, tuple[str, str, str]] = {
+    "fifo": ("no", "no", "none (heterogeneity-agnostic)"),
+    "yarn_cs": ("no", "no", "none (heterogeneity-agnostic)"),
+    "las": ("no", "yes (GPU-time)", "none (heterogeneity-agnostic)"),
+    "gavel": ("no", "yes (isolated time)", "table"),
+    "gavel_agnostic": ("no", "yes (isolated time)", "table, fastest type only"),
+    "gavel_ss": ("no", "yes (isolated time)", "table, pairs"),
+    "gavel_ftf": ("yes", "yes (isolated time)", "table"),
+    "gavel_makespan": ("yes", "no", "table"),
+    "hadar": ("yes (plans cover it)", "no", "table"),
+    "sia": ("no", "yes (restart age)", "estimated (goodput model from 1-GPU profiles)"),
+    "pollux": ("no", "no", "estimated (goodput model)"),
+    "srpt": ("yes (ranks by it)", "no", "table"),
+    "maifs": ("yes (features, teacher, rules)", "yes (features)", "table"),
+    "maifs_teacher": ("yes (ranks by it)", "yes (features)", "table"),
+}
+
+
+def uses_remaining(scheduler: str) -> bool:
+    """Whether a scheduler reads remaining work (so its results depend on the track).
+
+    ``maifs[...]`` checkpoints count as ``maifs``; an unknown scheduler counts as reading it
+    (every track is run).
+    """
+    base = scheduler.split("[", 1)[0]
+    entry = INFO_TABLE.get(base)
+    return entry is None or entry[0].startswith("yes")

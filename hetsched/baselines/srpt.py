@@ -54,7 +54,9 @@ class SRPT(BasePolicy):
     name = "srpt"
     event_driven = True
 
-    def __init__(self, round_s: float = 60.0, preempt: bool = True, min_speed: float = 0.25) -> None:
+    def __init__(
+        self, round_s: float = 60.0, preempt: bool = True, min_speed: float = 0.25
+    ) -> None:
         if not round_s > 0:
             raise ValueError(f"srpt round_s={round_s!r} must be > 0 (seconds)")
         if not 0 < min_speed <= 1:

@@ -154,8 +154,8 @@ def summarize_cells(
     for r in cells:
         groups[(r["scenario"], r["scheduler"], r["track"])].append(r)
     per: list[dict[str, Any]] = []
-    for (scen, sched, track), rs in groups.items():
-        row: dict[str, Any] = {"scenario": scen, "scheduler": sched, "track": track}
+    for (scen_name, sched, track), rs in groups.items():
+        row: dict[str, Any] = {"scenario": scen_name, "scheduler": sched, "track": track}
         row["seeds"] = len(rs)
         for c in SCENARIO_COLUMNS[4:]:
             vals = np.array([float(r[c]) for r in rs])
@@ -209,9 +209,7 @@ def _plots(per: Sequence[Mapping[str, Any]], cells: Sequence[Mapping[str, Any]],
     fig, ax = plt.subplots(figsize=(6, 4.5))
     taus = np.exp(np.linspace(np.log(0.5), np.log(4.0), 200))
     for lab in labels:
-        v = np.array(
-            [c["jct_vs_ref"] for c in cells if f"{c['scheduler']} ({c['track']})" == lab]
-        )
+        v = np.array([c["jct_vs_ref"] for c in cells if f"{c['scheduler']} ({c['track']})" == lab])
         v = v[np.isfinite(v)]
         if v.size:
             ax.plot(taus, [(v <= t).mean() for t in taus], label=lab)
@@ -265,6 +263,16 @@ def write_leaderboard(
 ) -> str:
     """Write the leaderboard files (see the module docstring) and return its Markdown."""
     out_dir = Path(out_dir)
+    failed = [r for r in rows if "error" in r]
+    rows = [r for r in rows if "error" not in r]
+    if failed:
+        lines = [
+            f"- {r['scenario']} {r['scheduler']} {r['track']} seed {r['seed']}: {r['error']}"
+            for r in failed
+        ]
+        header = "\n".join(
+            [header, "", f"**{len(failed)} cells failed** (not in the tables):", *lines]
+        )
     per, agg, cells = summarize_cells(rows, reference=reference, reps=reps, confidence=confidence)
     cell_cols = list(cells[0]) if cells else []
     atomic_write_text(out_dir / "cells.csv", csv_text(cells, cell_cols))

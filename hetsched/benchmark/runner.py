@@ -242,6 +242,21 @@ def run_cell(cell: Cell, out_dir: Path | None = None) -> dict[str, Any]:
     return row
 
 
+def _run_safe(cell: Cell, out_dir: Path) -> dict[str, Any]:
+    """:func:`run_cell`, or an ``error`` row naming the cell and the error (not written, so a
+    rerun tries the cell again)."""
+    try:
+        return run_cell(cell, out_dir)
+    except Exception as err:  # noqa: BLE001 - reported in the leaderboard, never dropped
+        return {
+            "scenario": cell.scenario,
+            "scheduler": cell.scheduler,
+            "track": cell.info.track,
+            "seed": cell.seed,
+            "error": f"{type(err).__name__}: {err}".splitlines()[0][:300],
+        }
+
+
 def read_cell(path: Path) -> dict[str, Any] | None:
     """A finished cell's row, or ``None`` if the file is missing or unreadable."""
     try:
@@ -269,7 +284,8 @@ def run_cells(
         progress: Print one line per finished cell.
 
     Returns:
-        (rows in the order of ``cells``, number of cells run now).
+        (rows in the order of ``cells``, number of cells run now). A cell that raised gives a
+        row with an ``error`` field instead of metrics.
     """
     from joblib import Parallel, delayed
 
@@ -280,14 +296,17 @@ def run_cells(
         print(f"benchmark: {len(cells)} cells, {len(cells) - len(todo)} done, {len(todo)} to run")
     if todo:
         if n_jobs == 1:
-            results = (run_cell(c, out_dir) for c in todo)
+            results = (_run_safe(c, out_dir) for c in todo)
         else:
             results = Parallel(n_jobs=n_jobs, return_as="generator")(
-                delayed(run_cell)(c, out_dir) for c in todo
+                delayed(_run_safe)(c, out_dir) for c in todo
             )
         for i, (k, c, row) in enumerate(zip(idx, todo, results, strict=True), 1):
             done[k] = row
-            if progress:
+            if progress and "error" in row:
+                print(f"[{i}/{len(todo)}] {c.scenario} {c.scheduler} {c.info.track} "
+                      f"seed={c.seed}: FAILED {row['error']}", flush=True)  # fmt: skip
+            elif progress:
                 print(
                     f"[{i}/{len(todo)}] {c.scenario} {c.scheduler} {c.info.track} seed={c.seed}: "
                     f"avg JCT {row['avg_jct_h']:.3f} h ({row['wall_s']:.1f} s, CPU {row['cpu_s']:.1f} s)",
@@ -344,18 +363,23 @@ def benchmark_cells(cfg: Any) -> list[Cell]:
     tracks = [RuntimeInfo(str(m), float(cfg.runtime_sigma)) for m in cfg.runtime_info]
     if not tracks:
         raise ValueError("runtime_info is empty; give e.g. runtime_info=[exact,noisy]")
-    seeds = seeds_from(OmegaConf.to_container(cfg.seed) if not isinstance(cfg.seed, int) else cfg.seed)
-    sim = OmegaConf.to_container(cfg.sim, resolve=True)
-    assert isinstance(sim, dict)
+    seeds = seeds_from(
+        OmegaConf.to_container(cfg.seed) if not isinstance(cfg.seed, int) else cfg.seed
+    )
+    sim_node = OmegaConf.to_container(cfg.sim, resolve=True)
+    assert isinstance(sim_node, dict)
+    sim = {str(k): v for k, v in sim_node.items()}
     nodes = scheduler_nodes(cfg)
     cells = []
-    for cell in make_cells(scenarios, nodes, tracks, seeds, {str(k): v for k, v in sim.items()}):
+    for cell in make_cells(scenarios, nodes, tracks, seeds, sim):
         if cell.mode == "exact" or uses_remaining(cell.scheduler):
             cells.append(cell)
     exact_missing = [n for n in nodes if not uses_remaining(n)]
     if exact_missing and all(t.mode != "exact" for t in tracks):
         cells += [
             Cell(c.scenario, c.scheduler, c.node, "exact", c.sigma, c.seed, c.sim)
-            for c in make_cells(scenarios, {n: nodes[n] for n in exact_missing}, tracks[:1], seeds, sim)
+            for c in make_cells(
+                scenarios, {n: nodes[n] for n in exact_missing}, tracks[:1], seeds, sim
+            )
         ]
     return cells

@@ -7,7 +7,8 @@ no checkpoint, rule, threshold or hyperparameter may be trained or chosen on the
 :func:`check_trainable` refuses them. Validation families are for choosing among candidates.
 
 Besides the three splits, :data:`SELECTIONS` names lists of scenarios to run together (``quick``:
-the main job's small representative set).
+the main job's small representative set: four families, three loads, the three clusters, rigid
+and elastic jobs, shipped data only, so it runs on a fresh clone).
 """
 
 from __future__ import annotations
@@ -54,9 +55,9 @@ SPLITS: dict[str, Split] = {
 SELECTIONS: dict[str, tuple[str, ...]] = {
     "quick": (
         "philly_sia64_busy",
-        "helios_sia64_light_elastic",
-        "alibaba_pai_overloaded",
-        "itp_c10_sia64_busy",
+        "pollux_sia64_light_elastic",
+        "itp_c08_pai_overloaded",
+        "gavel_gavel108_light",
     ),
 }
 

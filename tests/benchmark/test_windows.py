@@ -32,9 +32,7 @@ ENV_PRESETS = [
 
 def fingerprint(wl: Workload) -> bytes:
     """The jobs' arrivals, models, work and requests (ids alone may repeat across windows)."""
-    return b"|".join(
-        a.tobytes() for a in (wl.arrival, wl.model, wl.work, wl.req_gpus, wl.max_gpus)
-    )
+    return b"|".join(a.tobytes() for a in (wl.arrival, wl.model, wl.work, wl.req_gpus, wl.max_gpus))
 
 
 def draws(factory: object, cluster: str, seeds: range) -> list[Workload]:
@@ -69,11 +67,14 @@ def test_a_pinned_window_stays_fixed() -> None:
     wls = draws(env_workload("philly", kw), "sia_64", range(3))
     ids = {w.job_id.tobytes() for w in wls}
     assert len(ids) == 1  # the same jobs; only the models assigned differ
-    assert wls[0].job_id[0] == resolve_workload("philly", kw)(  # type: ignore[operator]
-        throughput=resolve_throughput(None),
-        cluster=resolve_cluster("sia_64"),
-        rng=np.random.default_rng(0),
-    ).job_id[0]
+    assert (
+        wls[0].job_id[0]
+        == resolve_workload("philly", kw)(  # type: ignore[operator]
+            throughput=resolve_throughput(None),
+            cluster=resolve_cluster("sia_64"),
+            rng=np.random.default_rng(0),
+        ).job_id[0]
+    )
 
 
 @pytest.mark.parametrize("name", [s.name for s in scenarios_in("quick")])

@@ -8,6 +8,7 @@ from pathlib import Path
 import gymnasium as gym
 import pytest
 
+import hetsched.envs  # noqa: F401  (registers the env ids)
 from hetsched.benchmark import (
     FAMILIES,
     LOADS,

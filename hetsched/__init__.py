@@ -21,7 +21,7 @@ __version__ = "0.1.0"
 
 #: Gymnasium (single-agent) env ids and their entry points.
 GYM_ENTRY_POINTS: dict[str, str] = {
-    "hetsched/ClusterCentral-v0": "hetsched.envs.central_env:ClusterCentralEnv",
+    "hetsched/ClusterCentral-v0": "hetsched.envs.presets:central_env",
 }
 #: PettingZoo (multi-agent) env ids and their (parallel, AEC) entry points.
 PARALLEL_ENTRY_POINTS: dict[str, tuple[str, str]] = {

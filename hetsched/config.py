@@ -300,6 +300,9 @@ def register_configs() -> None:
 
     cs.store(group="schema/scheduler", name="sia", node=SiaConf)
     cs.store(group="schema/scheduler", name="pollux", node=PolluxConf)
+    from hetsched.baselines.srpt import SRPTConf
+
+    cs.store(group="schema/scheduler", name="srpt", node=SRPTConf)
     from hetsched.baselines.gavel import register_gavel_configs
 
     register_gavel_configs()

@@ -47,6 +47,12 @@ if TYPE_CHECKING:
 F64 = NDArray[np.float64]
 
 
+def _seen_remaining(core: EnvCore) -> NDArray[np.float64]:
+    """Remaining work per job as the env's information track shows it (exact by default)."""
+    assert core.sim is not None and core.wl is not None
+    return core.features.observed_remaining(core.wl, core.sim.remaining)[0]
+
+
 def preemption_room(
     core: EnvCore,
     cur: Allocation,
@@ -78,7 +84,7 @@ def preemption_room(
     wj = core.window[ks]
     G = wl.req_gpus[wj]
     rate = tm.isolated(wl.model[wj][:, None], vt[None, :], G[:, None], False)  # (C, V)
-    t_w = core.sim.remaining[wj][:, None] / np.where(rate > 0, rate, np.nan)
+    t_w = _seen_remaining(core)[wj][:, None] / np.where(rate > 0, rate, np.nan)
     # Amounts at the request (the masks are skipped when nothing fits anywhere).
     cpg, mpg, mem_ok = core.features.window_amounts(jt, wl, core.window, core.slot_ok, core.node_up)
     need_c = cpg[vn[None, :], ks[:, None], c1] * G[:, None]
@@ -188,7 +194,7 @@ class SJFTeacher:
         g1, c1, m1 = core.cfg.levels.one_index
         rate, lvl = self.rates(core)
         w = np.where(core.slot_ok, core.window, 0)
-        rem = core.sim.remaining[w]
+        rem = _seen_remaining(core)[w]
         best_any = core.jt.best_tput[w] * core.tm.best_phi(core.wl.model[w])
         top = rate.max(axis=0)
         est = np.where(top > 0, rem / np.where(top > 0, top, 1.0), np.inf)
@@ -252,7 +258,7 @@ class SJFTeacher:
             return
         v_rate = tm.isolated(wl.model[vj], cl.node_type[ns], cur.gpus[e], False)
         v_rem = np.full(vj.shape, np.nan)  # NaN compares False: never a victim
-        np.divide(core.sim.remaining[vj], v_rate, out=v_rem, where=v_rate > 0)
+        np.divide(_seen_remaining(core)[vj], v_rate, out=v_rem, where=v_rate > 0)
         ks = np.flatnonzero(cand)
         ks = ks[np.argsort(core.est_run_s(w[ks]), kind="stable")]  # shortest first
         room = preemption_room(core, cur, e, ks, v_rem, ratio)  # (C, V)

@@ -10,6 +10,8 @@ Importing ``hetsched`` (or this package) registers
   one centralised agent.
 
 The plain factories :func:`parallel_env` and :func:`env` (AEC) work with any PettingZoo version.
+``gymnasium.make`` and :func:`make_parallel` also take ``scenario=<benchmark scenario>`` and
+``runtime_info`` / ``runtime_sigma`` (see :func:`hetsched.envs.presets.make_env`).
 Everything under :mod:`hetsched.sim` stays free of RL imports; this package only wraps it.
 """
 
@@ -50,6 +52,13 @@ def make_parallel(env_id: str = "hetsched/Cluster-v0", **kwargs: Any) -> Cluster
     """Build a registered parallel env by id (through PettingZoo's registry when present)."""
     if env_id not in PARALLEL_ENV_IDS:
         raise ValueError(f"unknown parallel env id {env_id!r}; known: {list(PARALLEL_ENV_IDS)}")
+    if {"scenario", "runtime_info", "runtime_sigma"} & set(kwargs):
+        from hetsched.envs.presets import make_env
+
+        factory = getattr(cluster_env, _PARALLEL_ENTRIES[env_id][0])
+        built = make_env(factory, **kwargs)
+        assert isinstance(built, ClusterParallelEnv)
+        return built
     mk = getattr(pettingzoo, "make", None)
     if mk is not None:
         out = mk("parallel", env_id, **kwargs)

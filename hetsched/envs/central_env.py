@@ -25,9 +25,9 @@ from hetsched.envs.features import NUM_TYPES
 from hetsched.envs.presets import (
     WorkloadFactory,
     as_failure_spec,
+    env_workload,
     resolve_cluster,
     resolve_throughput,
-    resolve_workload,
 )
 from hetsched.envs.spaces import ActionCodec, EnvSettings, LevelSets, RewardWeights
 from hetsched.sim.allocation import Allocation
@@ -136,7 +136,7 @@ class ClusterCentralEnv(gymnasium.Env[NDArray[np.float32], np.int64]):
         cl = resolve_cluster(cluster)
         if workload_kwargs is None and workload == "philly":
             workload_kwargs = DEFAULT_WORKLOAD_KWARGS
-        wl = resolve_workload(workload, workload_kwargs)
+        wl = env_workload(workload, workload_kwargs)
         self.core = EnvCore(cl, wl, tm, self.settings, failures=as_failure_spec(failures))
         self.z = 3600.0 * cl.num_gpus / 8.0
         self.placement_types = cl.types_present.astype(np.int64)

@@ -20,9 +20,9 @@ from hetsched.envs.core import ClaimResult, EnvCore, StepStats
 from hetsched.envs.presets import (
     WorkloadFactory,
     as_failure_spec,
+    env_workload,
     resolve_cluster,
     resolve_throughput,
-    resolve_workload,
 )
 from hetsched.envs.rewards import REWARD_KEYS, reward_parts
 from hetsched.envs.spaces import EnvSettings, LevelSets, RewardWeights
@@ -242,7 +242,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         cl = resolve_cluster(cluster)
         if workload_kwargs is None and workload == "philly":
             workload_kwargs = DEFAULT_WORKLOAD_KWARGS
-        wl = resolve_workload(workload, workload_kwargs)
+        wl = env_workload(workload, workload_kwargs)
         self.core = EnvCore(cl, wl, tm, self.settings, failures=as_failure_spec(failures))
         self.z = 3600.0 * cl.num_gpus / 8.0
         N = cl.num_nodes

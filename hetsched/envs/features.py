@@ -17,7 +17,8 @@ Per-agent observation (``observation`` key, length ``D``), in order:
    resident slots (the node's jobs this round, kept ones first, in allocation order), each
    ``[present, model one-hot (M), GPUs / node GPUs, CPUs / node CPUs, memory / node memory,
    squash(CPU ratio to request, 1), squash(memory ratio to request, 1), remaining work / total
-   work, squash(attained GPU-s, 3600), placed this round]``.
+   work, squash(attained GPU-s, 3600), placed this round]``. Remaining work is shown through
+   the information track set by :meth:`FeatureBuilder.set_runtime_info` (exact by default).
 2. **Candidate window** (``K * job_dim``, ``job_dim = 14 + M + L_c + L_m``), the same K jobs in
    the same order for every agent, each slot ``[present, log2(1+req) / log2(1+N_gpu),
    same for min_gpus, same for max_gpus, elastic, model one-hot (M), phi at each CPU level /
@@ -419,6 +420,48 @@ class FeatureBuilder:
         self.mask_kernel: Any | None = kernels.get("mask")
         #: Compiled observation kernel, None for the numpy path.
         self.observe_kernel: Any | None = kernels.get("observe")
+        #: Information track of the remaining-work features (None: exact); see
+        #: :meth:`set_runtime_info`.
+        self.runtime_info: Any | None = None
+        self._info_rng: np.random.Generator | None = None
+        self._info_wl: Workload | None = None
+        self._info_arrays: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
+
+    def set_runtime_info(self, info: Any, seed: int) -> None:
+        """Show the remaining-work features through an information track.
+
+        Args:
+            info: A :class:`hetsched.benchmark.info.RuntimeInfo` (``exact`` / ``noisy`` /
+                ``none``); ``None`` or ``exact``: the true remaining work.
+            seed: Seed of the track's errors (drawn per episode workload, in episode order).
+        """
+        exact = info is None or info.mode == "exact"
+        self.runtime_info = None if exact else info
+        self._info_rng = None if exact else np.random.default_rng(int(seed))
+        self._info_wl = None
+
+    def observed_remaining(
+        self, wl: Workload, remaining: NDArray[np.float64]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """The remaining and total work per job the features show, each shape (J,).
+
+        The true ``remaining`` and ``wl.work`` unless :meth:`set_runtime_info` set a track.
+        """
+        info = self.runtime_info
+        if info is None:
+            return remaining, wl.work
+        if self._info_wl is not wl:
+            from hetsched.benchmark.info import PRIOR_S, best_rate
+
+            assert self._info_rng is not None
+            factors = info.factors(wl.num_jobs, self._info_rng)
+            self._info_arrays = (factors, PRIOR_S * best_rate(wl, self.tm, self.cluster))
+            self._info_wl = wl
+        assert self._info_arrays is not None
+        out: tuple[NDArray[np.float64], NDArray[np.float64]] = info.estimate(
+            remaining, wl.work, *self._info_arrays
+        )
+        return out
 
     def per_type_sum(self, x: NDArray[np.floating]) -> NDArray[np.float64]:
         """Sum over the nodes of each present GPU type, shape (P, ...) for ``x`` (N, ...)."""
@@ -673,7 +716,8 @@ class FeatureBuilder:
         out[:, 3 + M] = mem / self.node_mem[node]
         out[:, 4 + M] = cr / (1.0 + cr)
         out[:, 5 + M] = mr / (1.0 + mr)
-        out[:, 6 + M] = remaining[job] / wl.work[job]
+        remaining, work = self.observed_remaining(wl, remaining)
+        out[:, 6 + M] = remaining[job] / work[job]
         a = attained[job]
         out[:, 7 + M] = a / (a + HOUR)
         out[:, 8 + M] = new
@@ -760,6 +804,7 @@ class FeatureBuilder:
     ) -> NDArray[np.float64]:
         """Node-independent window features, shape (K, job_common_dim)."""
         fixed = self._window_fixed(jt, wl, window, slot_ok)[0]
+        remaining = self.observed_remaining(wl, remaining)[0]
         w = self._win_jobs  # the window's jobs, empty slots reading job 0 (set by _window_fixed)
         best = jt.best_tput[w]
         S1 = fixed.shape[1]
@@ -854,6 +899,7 @@ class FeatureBuilder:
         compiled pass over the per-job tables (identical array; needs :attr:`observe_kernel`).
         """
         pj, w, job = self._window_tables(jt, wl, window, slot_ok)
+        remaining = self.observed_remaining(wl, remaining)[0]
         N, K = nodes.shape[0], window.shape[0]
         D = nodes.shape[1] + K * (pj.c.shape[1] + 3 + 6) + glob.shape[0]
         out = np.empty((N, D), dtype=F32)

@@ -12,6 +12,13 @@
 
 Presets are composed with Hydra from the packaged ``hetsched/conf/`` directory (the same way
 ``scripts/evaluate.py`` does) and cached per process.
+
+The envs take a workload preset through :func:`env_workload`: unless the caller pins the window
+(``start``, ``busiest`` or ``index`` in ``workload_kwargs``), each reset draws its own window of
+the trace from the episode's generator (:mod:`hetsched.benchmark.windows`), so different seeds
+give different workloads. The registered envs also accept ``scenario=<name>`` (a benchmark
+scenario: its cluster and workload) and ``runtime_info`` / ``runtime_sigma`` (the information
+track of the remaining-work features; :mod:`hetsched.benchmark.info`); see :func:`make_env`.
 """
 
 from __future__ import annotations
@@ -164,6 +171,83 @@ def resolve_workload(
     raise ValueError(
         f"workload={workload!r} must be a Workload, a preset name such as 'philly', or a factory"
     )
+
+
+def env_workload(
+    workload: Workload | str | WorkloadFactory,
+    workload_kwargs: Mapping[str, Any] | None = None,
+) -> Workload | WorkloadFactory:
+    """:func:`resolve_workload` for the envs: a preset name not pinned to one window draws a
+    seeded window per episode (:func:`hetsched.benchmark.windows.env_preset_factory`)."""
+    out = resolve_workload(workload, workload_kwargs)
+    if isinstance(workload, str):
+        from hetsched.benchmark.windows import env_preset_factory
+
+        return env_preset_factory(out, dict(workload_kwargs or {}))
+    return out
+
+
+def scenario_env_kwargs(scenario: str) -> dict[str, Any]:
+    """The env arguments of a benchmark scenario: ``cluster`` and ``workload`` (a factory).
+
+    Raises:
+        ValueError: If there is no such scenario (the message lists them).
+    """
+    from hetsched.benchmark.scenarios import get_scenario
+
+    sc = get_scenario(scenario)
+    return {"cluster": sc.cluster, "workload": sc.factory()}
+
+
+def make_env(
+    cls: Callable[..., Any],
+    *,
+    scenario: str | None = None,
+    runtime_info: str = "exact",
+    runtime_sigma: float | None = None,
+    **kwargs: Any,
+) -> Any:
+    """Build an env of class (or factory) ``cls``, optionally from a scenario and with an
+    information track.
+
+    Args:
+        cls: The env class or factory (e.g. :class:`~hetsched.envs.ClusterCentralEnv`).
+        scenario: A benchmark scenario name (``hetsched.benchmark.SCENARIOS``); sets
+            ``cluster`` and ``workload``, which must then not be given.
+        runtime_info: ``exact``, ``noisy`` or ``none``: what the remaining-work features show
+            (see :mod:`hetsched.benchmark.info`).
+        runtime_sigma: Sigma of the ``noisy`` track's log-normal error (default 0.5).
+        **kwargs: The env's own arguments.
+
+    Raises:
+        ValueError: For an unknown scenario or track, a negative sigma, or ``scenario`` given
+            together with ``cluster`` or ``workload``.
+    """
+    from hetsched.benchmark.info import DEFAULT_SIGMA, RuntimeInfo
+
+    info = RuntimeInfo(
+        str(runtime_info), DEFAULT_SIGMA if runtime_sigma is None else float(runtime_sigma)
+    )
+    if scenario is not None:
+        both = sorted({"cluster", "workload"} & set(kwargs))
+        if both:
+            raise ValueError(
+                f"scenario={scenario!r} sets the cluster and workload; drop {both} or the scenario"
+            )
+        kwargs.update(scenario_env_kwargs(scenario))
+    env = cls(**kwargs)
+    if info.mode != "exact":
+        seed = kwargs.get("seed")
+        env.unwrapped.core.features.set_runtime_info(info, 0 if seed is None else int(seed))
+    return env
+
+
+def central_env(**kwargs: Any) -> Any:
+    """The entry point of ``hetsched/ClusterCentral-v0``: :func:`make_env` of
+    :class:`~hetsched.envs.ClusterCentralEnv`."""
+    from hetsched.envs.central_env import ClusterCentralEnv
+
+    return make_env(ClusterCentralEnv, **kwargs)
 
 
 def _hydra_value(v: Any) -> str:

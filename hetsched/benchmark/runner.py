@@ -1,0 +1,385 @@
+"""The benchmark run: every (scenario, scheduler, track, seed) cell through the evaluation runner.
+
+A *cell* is one scheduler on one seed's workload of one scenario under one information track
+(:mod:`hetsched.benchmark.info`). Each cell runs through :func:`hetsched.evaluation.run_one`, the
+runner every evaluation uses, with the scheduler wrapped in
+
+* :class:`~hetsched.benchmark.info.InfoPolicy` for the ``noisy`` and ``none`` tracks, and
+* :class:`FitProbe`, which records the GPUs left idle while a waiting job fits them.
+
+Cells run in parallel (joblib, one process per worker) and each writes its own result file
+``cells/<scenario>/<scheduler>~<track>~s<seed>~<hash>.json`` atomically, where ``hash`` covers
+the scheduler's settings, the track, the scenario and the engine settings; a cell whose file
+exists is skipped, so an interrupted run resumes where it stopped, and a changed setting reruns
+only the cells it affects. :mod:`hetsched.benchmark.leaderboard` turns the cells into the
+leaderboard.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hetsched.benchmark.info import RuntimeInfo, with_info
+from hetsched.benchmark.scenarios import Scenario, get_scenario
+from hetsched.evaluation import atomic_write_text, run_one
+from hetsched.sim.allocation import Allocation
+
+#: Metrics of a cell's row (from :func:`hetsched.sim.metrics.compute_metrics` and
+#: :func:`~hetsched.sim.metrics.extended_metrics`, plus ``idle_fit_gpu_h``).
+CELL_METRICS: tuple[str, ...] = (
+    "avg_jct_h",
+    "p99_jct_h",
+    "makespan_h",
+    "avg_queue_h",
+    "utilization",
+    "restarts",
+    "idle_fit_gpu_h",
+    "lb_avg_jct_h",
+    "unfinished_jobs",
+    "decision_ms_mean",
+)
+
+
+class FitProbe:
+    """Wraps a scheduler and records, at each decision, the GPUs its allocation leaves idle and
+    whether a waiting job fits them.
+
+    A waiting job (active, not in the allocation) *fits* when some GPU type it may use has at
+    least its ``min_gpus`` GPUs free on nodes that are up (GPUs only: CPU and memory are not
+    checked). The allocation holds until the next decision, so :meth:`idle_fit_gpu_h` integrates
+    the idle GPUs over the intervals that start with a fitting waiting job.
+
+    Args:
+        policy: Any scheduler.
+    """
+
+    def __init__(self, policy: Any) -> None:
+        self.policy = policy
+        self.times: list[float] = []
+        self.idle: list[float] = []
+        self.fits: list[bool] = []
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "policy":
+            raise AttributeError(name)
+        return getattr(self.policy, name)
+
+    def reset(self, *args: Any, **kwargs: Any) -> None:
+        """Reset the wrapped policy and the records."""
+        self.times, self.idle, self.fits = [], [], []
+        if hasattr(self.policy, "reset"):
+            self.policy.reset(*args, **kwargs)
+
+    def decide(self, state: Any) -> Allocation:
+        """The wrapped policy's decision; records idle GPUs and fitting waiting jobs."""
+        alloc: Allocation = self.policy.decide(state)
+        cl, wl = state.cluster, state.workload
+        N = cl.num_nodes
+        free = np.where(state.node_up, cl.node_gpus, 0) - alloc.used_gpus_per_node(N)
+        free = np.maximum(free, 0)
+        waiting = state.active[~np.isin(state.active, alloc.job)]
+        fits = False
+        if waiting.size and free.sum() > 0:
+            per_type = np.bincount(cl.node_type, weights=free, minlength=wl.allowed_types.shape[1])
+            room = per_type[None, :] >= wl.min_gpus[waiting][:, None]
+            fits = bool((room & wl.allowed_types[waiting]).any())
+        self.times.append(float(state.time))
+        self.idle.append(float(free.sum()))
+        self.fits.append(fits)
+        return alloc
+
+    def idle_fit_gpu_h(self, end_s: float) -> float:
+        """GPU-hours idle while a waiting job fits, up to ``end_s`` (s)."""
+        if not self.times:
+            return 0.0
+        t = np.asarray(self.times + [max(end_s, self.times[-1])])
+        dt = np.diff(t)
+        return float(np.sum(np.asarray(self.idle) * dt * np.asarray(self.fits)) / 3600.0)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One benchmark cell.
+
+    Attributes:
+        scenario: Scenario name.
+        scheduler: Scheduler label (a ``conf/scheduler`` preset, or ``maifs[<checkpoint>]``).
+        node: The scheduler's config (a plain mapping with ``_target_``).
+        mode: Information track mode.
+        sigma: The ``noisy`` track's sigma.
+        seed: Seed.
+        sim: Engine settings (:class:`hetsched.sim.engine.SimConfig` fields).
+    """
+
+    scenario: str
+    scheduler: str
+    node: Mapping[str, Any]
+    mode: str
+    sigma: float
+    seed: int
+    sim: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def info(self) -> RuntimeInfo:
+        """The cell's information track."""
+        return RuntimeInfo(self.mode, self.sigma)
+
+    @property
+    def config_hash(self) -> str:
+        """Hash of everything that defines the cell's result except the seed."""
+        sc = get_scenario(self.scenario)
+        blob = json.dumps(
+            {
+                "scheduler": self.node,
+                "track": self.info.track,
+                "scenario": asdict(sc),
+                "sim": self.sim,
+            },
+            sort_keys=True,
+            default=str,
+        )
+        return hashlib.sha1(blob.encode()).hexdigest()[:10]
+
+    def path(self, out_dir: Path) -> Path:
+        """The cell's result file."""
+        label = self.scheduler.replace("/", "_").replace("[", "(").replace("]", ")")
+        name = f"{label}~{self.info.track}~s{self.seed}~{self.config_hash}.json"
+        return Path(out_dir) / "cells" / self.scenario / name
+
+
+def make_cells(
+    scenarios: Sequence[Scenario],
+    schedulers: Mapping[str, Mapping[str, Any]],
+    tracks: Sequence[RuntimeInfo],
+    seeds: Sequence[int],
+    sim: Mapping[str, Any] | None = None,
+) -> list[Cell]:
+    """Every cell, scenario-major, then seed, scheduler and track."""
+    return [
+        Cell(sc.name, name, dict(node), tr.mode, tr.sigma, int(seed), dict(sim or {}))
+        for sc in scenarios
+        for seed in seeds
+        for name, node in schedulers.items()
+        for tr in tracks
+    ]
+
+
+def _sim_config(sim: Mapping[str, Any]) -> Any:
+    """The engine settings of ``cfg.sim`` (a plain mapping; empty: the defaults)."""
+    from omegaconf import OmegaConf
+
+    from hetsched.config import SimSettings, sim_config_from
+
+    merged = OmegaConf.merge(OmegaConf.structured(SimSettings), dict(sim))
+    return sim_config_from(merged)
+
+
+def run_cell(cell: Cell, out_dir: Path | None = None) -> dict[str, Any]:
+    """Run one cell; write its result file if ``out_dir`` is given.
+
+    Returns:
+        The cell's row: its keys (scenario, split, family, cluster, load, scheduler, track,
+        seed, config hash), :data:`CELL_METRICS`, ``wall_s`` and ``cpu_s`` (wall-clock and
+        process CPU seconds the run took).
+    """
+    from hydra.utils import instantiate
+
+    from hetsched.envs.presets import resolve_cluster, resolve_throughput
+
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    try:
+        import torch
+
+        torch.set_num_threads(1)
+    except ImportError:  # pragma: no cover - torch is a dependency of the agents only
+        pass
+    sc = get_scenario(cell.scenario)
+    tm = resolve_throughput(None)
+    cl = resolve_cluster(sc.cluster)
+    root = np.random.default_rng(cell.seed)
+    wl_rng, pol_rng = root.spawn(2)  # the workload's child is the same as evaluate()'s
+    wl = sc.factory()(throughput=tm, cluster=cl, rng=wl_rng)
+    policy = FitProbe(with_info(instantiate(dict(cell.node)), cell.info, cell.seed))
+    t0, c0 = time.perf_counter(), time.process_time()
+    out = run_one(
+        policy,
+        name=cell.scheduler,
+        cluster=cl,
+        workload=wl,
+        throughput=tm,
+        sim_config=_sim_config(cell.sim),
+        seed=cell.seed,
+        rng=pol_rng,
+    )
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    end = float(out.result.end_time)
+    metrics = {**out.row, **out.extra, "idle_fit_gpu_h": policy.idle_fit_gpu_h(end)}
+    row: dict[str, Any] = {
+        "scenario": sc.name,
+        "split": sc.split,
+        "family": sc.family,
+        "cluster": sc.cluster,
+        "load": sc.load,
+        "scheduler": cell.scheduler,
+        "track": cell.info.track,
+        "seed": cell.seed,
+        "config_hash": cell.config_hash,
+        **{k: float(metrics.get(k, float("nan"))) for k in CELL_METRICS},
+        "wall_s": wall,
+        "cpu_s": cpu,
+    }
+    if out_dir is not None:
+        atomic_write_text(cell.path(out_dir), json.dumps(row, sort_keys=True) + "\n")
+    return row
+
+
+def _run_safe(cell: Cell, out_dir: Path) -> dict[str, Any]:
+    """:func:`run_cell`, or an ``error`` row naming the cell and the error (not written, so a
+    rerun tries the cell again)."""
+    try:
+        return run_cell(cell, out_dir)
+    except Exception as err:  # noqa: BLE001 - reported in the leaderboard, never dropped
+        return {
+            "scenario": cell.scenario,
+            "scheduler": cell.scheduler,
+            "track": cell.info.track,
+            "seed": cell.seed,
+            "error": f"{type(err).__name__}: {err}".splitlines()[0][:300],
+        }
+
+
+def read_cell(path: Path) -> dict[str, Any] | None:
+    """A finished cell's row, or ``None`` if the file is missing or unreadable."""
+    try:
+        row = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+    return row if isinstance(row, dict) and "avg_jct_h" in row else None
+
+
+def run_cells(
+    cells: Sequence[Cell],
+    out_dir: Path,
+    *,
+    n_jobs: int = 1,
+    resume: bool = True,
+    progress: bool = True,
+) -> tuple[list[dict[str, Any]], int]:
+    """Run the cells not finished yet (in parallel) and return every cell's row.
+
+    Args:
+        cells: The cells.
+        out_dir: The benchmark's output directory (cell files under ``cells/``).
+        n_jobs: Worker processes (joblib; 1 runs in this process).
+        resume: Skip cells whose result file exists.
+        progress: Print one line per finished cell.
+
+    Returns:
+        (rows in the order of ``cells``, number of cells run now). A cell that raised gives a
+        row with an ``error`` field instead of metrics.
+    """
+    from joblib import Parallel, delayed
+
+    done = [read_cell(c.path(out_dir)) if resume else None for c in cells]
+    idx = [i for i, r in enumerate(done) if r is None]
+    todo = [cells[i] for i in idx]
+    if progress:
+        print(f"benchmark: {len(cells)} cells, {len(cells) - len(todo)} done, {len(todo)} to run")
+    if todo:
+        if n_jobs == 1:
+            results = (_run_safe(c, out_dir) for c in todo)
+        else:
+            results = Parallel(n_jobs=n_jobs, return_as="generator")(
+                delayed(_run_safe)(c, out_dir) for c in todo
+            )
+        for i, (k, c, row) in enumerate(zip(idx, todo, results, strict=True), 1):
+            done[k] = row
+            if progress and "error" in row:
+                print(f"[{i}/{len(todo)}] {c.scenario} {c.scheduler} {c.info.track} "
+                      f"seed={c.seed}: FAILED {row['error']}", flush=True)  # fmt: skip
+            elif progress:
+                print(
+                    f"[{i}/{len(todo)}] {c.scenario} {c.scheduler} {c.info.track} seed={c.seed}: "
+                    f"avg JCT {row['avg_jct_h']:.3f} h ({row['wall_s']:.1f} s, CPU {row['cpu_s']:.1f} s)",
+                    flush=True,
+                )
+    return [r for r in done if r is not None], len(todo)
+
+
+def scheduler_nodes(cfg: Any) -> dict[str, dict[str, Any]]:
+    """Scheduler label -> plain config mapping: ``cfg.scheduler``'s presets, the ``cheap``
+    overrides when the split is ``quick``, and one ``maifs[<stem>]`` per checkpoint."""
+    from omegaconf import OmegaConf
+
+    nodes: dict[str, dict[str, Any]] = {}
+    for name, node in cfg.scheduler.items():
+        d = OmegaConf.to_container(node, resolve=True)
+        assert isinstance(d, dict)
+        if cfg.split == "quick" and name in (cfg.cheap or {}):
+            d.update(dict(cfg.cheap[name]))
+        nodes[str(name)] = {str(k): v for k, v in d.items()}
+    if cfg.checkpoints:
+        from hetsched.envs.presets import scheduler_node
+
+        base = OmegaConf.to_container(scheduler_node("maifs"), resolve=False)
+        assert isinstance(base, dict)
+        for path in cfg.checkpoints:
+            p = Path(str(path))
+            if not p.is_file():
+                raise ValueError(f"checkpoints: {str(path)!r} is not a file (give a .pt path)")
+            node = {**{str(k): v for k, v in base.items()}, "checkpoint": str(p), "ensemble": []}
+            nodes[f"maifs[{p.stem}]"] = node
+    return nodes
+
+
+def benchmark_cells(cfg: Any) -> list[Cell]:
+    """The cells of a benchmark config (see :class:`hetsched.benchmark.config.BenchmarkConfig`).
+
+    Schedulers that read no remaining work (:func:`~hetsched.benchmark.info.uses_remaining`)
+    run the ``exact`` track only: their results are the same on every track.
+
+    Raises:
+        ValueError: For an unknown split, scenario or track, or a negative sigma.
+    """
+    from omegaconf import OmegaConf
+
+    from hetsched.benchmark.info import uses_remaining
+    from hetsched.benchmark.scenarios import scenarios_in
+    from hetsched.evaluation import seeds_from
+
+    if cfg.scenarios:
+        scenarios = [get_scenario(str(n)) for n in cfg.scenarios]
+    else:
+        scenarios = scenarios_in(str(cfg.split))
+    tracks = [RuntimeInfo(str(m), float(cfg.runtime_sigma)) for m in cfg.runtime_info]
+    if not tracks:
+        raise ValueError("runtime_info is empty; give e.g. runtime_info=[exact,noisy]")
+    seeds = seeds_from(
+        OmegaConf.to_container(cfg.seed) if not isinstance(cfg.seed, int) else cfg.seed
+    )
+    sim_node = OmegaConf.to_container(cfg.sim, resolve=True)
+    assert isinstance(sim_node, dict)
+    sim = {str(k): v for k, v in sim_node.items()}
+    nodes = scheduler_nodes(cfg)
+    cells = []
+    for cell in make_cells(scenarios, nodes, tracks, seeds, sim):
+        if cell.mode == "exact" or uses_remaining(cell.scheduler):
+            cells.append(cell)
+    exact_missing = [n for n in nodes if not uses_remaining(n)]
+    if exact_missing and all(t.mode != "exact" for t in tracks):
+        cells += [
+            Cell(c.scenario, c.scheduler, c.node, "exact", c.sigma, c.seed, c.sim)
+            for c in make_cells(
+                scenarios, {n: nodes[n] for n in exact_missing}, tracks[:1], seeds, sim
+            )
+        ]
+    return cells

@@ -1,0 +1,126 @@
+"""The benchmark command: cells, resume, tracks in the leaderboard, bad input."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from hetsched.benchmark.config import register_benchmark_config
+from hetsched.benchmark.runner import FitProbe, benchmark_cells, read_cell, run_cells
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "benchmark.py"
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, env=env, cwd=ROOT,
+        timeout=600,
+    )  # fmt: skip
+
+
+def _cfg(*overrides: str) -> Any:
+    register_benchmark_config()
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        return compose("benchmark", overrides=list(overrides))
+
+
+@pytest.mark.slow
+def test_cli_runs_resumes_and_writes_the_tracks(tmp_path: Path) -> None:
+    args = [
+        "scenarios=[philly_sia64_overloaded]", "scheduler=[fifo,srpt]", "seed=[0,1]",
+        "runtime_info=[exact,none]", "reference=fifo", "n_jobs=1", "plots=false",
+        "bootstrap=50", f"out_dir={tmp_path}",
+    ]  # fmt: skip
+    first = _cli(*args)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert "4 cells" not in first.stdout and "6 cells, 0 done, 6 to run" in first.stdout
+    assert "# Leaderboard" in first.stdout
+    with (tmp_path / "leaderboard.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert {(r["scheduler"], r["track"]) for r in rows} == {
+        ("fifo", "exact"),
+        ("srpt", "exact"),
+        ("srpt", "none"),
+    }  # fifo reads no remaining work: the exact track only
+    cells = sorted((tmp_path / "cells" / "philly_sia64_overloaded").glob("*.json"))
+    assert len(cells) == 6 and all(read_cell(c) for c in cells)
+    again = _cli(*args)
+    assert again.returncode == 0 and "6 cells, 6 done, 0 to run" in again.stdout
+    changed = _cli(*args, "scheduler.srpt.min_speed=0.5")  # a new hash for srpt only
+    assert changed.returncode == 0 and "6 cells, 2 done, 4 to run" in changed.stdout
+
+
+@pytest.mark.slow
+def test_cli_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    bad = _cli("split=tset", f"out_dir={tmp_path}")
+    assert bad.returncode == 2
+    lines = bad.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("benchmark: error: unknown split 'tset'")
+
+
+def test_run_cells_writes_one_file_per_cell_and_resumes(tmp_path: Path) -> None:
+    cfg = _cfg(
+        "scenarios=[philly_sia64_overloaded]", "scheduler=[fifo,srpt]", "seed=[0]",
+        "runtime_info=[exact,noisy]",
+    )  # fmt: skip
+    cells = benchmark_cells(cfg)
+    assert sorted((c.scheduler, c.mode) for c in cells) == [
+        ("fifo", "exact"), ("srpt", "exact"), ("srpt", "noisy"),
+    ]  # fmt: skip
+    rows, ran = run_cells(cells, tmp_path, progress=False)
+    assert ran == 3 and len(rows) == 3
+    assert all(c.path(tmp_path).is_file() for c in cells)
+    assert {r["track"] for r in rows} == {"exact", "noisy(0.5)"}
+    rows2, ran2 = run_cells(cells, tmp_path, progress=False)
+    assert ran2 == 0 and rows2 == rows  # resumed from the files
+    cells[0].path(tmp_path).write_text("{half")  # an unreadable file is rerun, not read
+    assert run_cells(cells, tmp_path, progress=False)[1] == 1
+
+
+@pytest.mark.parametrize(
+    ("override", "match"),
+    [
+        ("scenarios=[itp_c3_busy]", "unknown scenario 'itp_c3_busy'"),
+        ("runtime_sigma=-0.5", r"runtime_sigma=-0.5 must be a finite number >= 0"),
+        ("runtime_info=[oracle]", "runtime_info='oracle' is not one of"),
+        ("checkpoints=[/no/such.pt]", r"checkpoints: '/no/such.pt' is not a file"),
+    ],
+)
+def test_bad_settings(override: str, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        benchmark_cells(_cfg(override))
+
+
+def test_quick_cells_cover_every_baseline_and_declare_cheap_settings() -> None:
+    cfg = _cfg()
+    cells = benchmark_cells(cfg)
+    scheds = {c.scheduler for c in cells}
+    assert {"fifo", "yarn_cs", "las", "gavel", "sia", "pollux", "hadar", "srpt", "maifs"} <= scheds
+    assert len({c.seed for c in cells}) >= 3
+    for c in cells:
+        for k, v in dict(cfg.cheap).get(c.scheduler, {}).items():
+            assert c.node[k] == v
+    full = benchmark_cells(_cfg("split=test"))
+    assert cfg.cheap
+    for name, over in dict(cfg.cheap).items():
+        node = next(c for c in full if c.scheduler == name).node
+        assert all(node[k] != v for k, v in dict(over).items())
+
+
+def test_fit_probe_counts_idle_gpus_only_while_a_waiting_job_fits() -> None:
+    probe = FitProbe(object())
+    probe.times, probe.idle, probe.fits = (
+        [0.0, 3600.0, 7200.0],
+        [4.0, 8.0, 2.0],
+        [True, False, True],
+    )
+    assert probe.idle_fit_gpu_h(9000.0) == pytest.approx(4.0 + 2.0 * 0.5)

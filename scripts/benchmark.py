@@ -32,7 +32,7 @@ register_benchmark_config()
 def run(cfg: DictConfig) -> str:
     """Run the cells of ``cfg`` not finished yet and write the leaderboard; return its text."""
     from hetsched.benchmark.leaderboard import write_leaderboard
-    from hetsched.benchmark.runner import benchmark_cells, run_cells
+    from hetsched.benchmark.runner import benchmark_cells, quick_selection, run_cells
 
     if not isinstance(cfg.scheduler, DictConfig) or len(cfg.scheduler) == 0:
         raise ValueError("no scheduler selected; use e.g. 'scheduler=[fifo,sia]'")
@@ -41,11 +41,11 @@ def run(cfg: DictConfig) -> str:
     t0 = time.perf_counter()
     rows, ran = run_cells(cells, out_dir, n_jobs=int(cfg.n_jobs), resume=bool(cfg.resume))
     wall = time.perf_counter() - t0
-    cheap = OmegaConf.to_container(cfg.cheap) if cfg.split == "quick" else {}
+    cheap = OmegaConf.to_container(cfg.cheap) if quick_selection(cfg) else {}
     scen = sorted({c.scenario for c in cells})
     header = "\n".join(
         [
-            f"Split `{cfg.split}`: {len(scen)} scenarios ({', '.join(scen)}); seeds "
+            f"{'Scenarios' if cfg.scenarios else f'Split `{cfg.split}`'}: {len(scen)} scenarios ({', '.join(scen)}); seeds "
             f"{sorted({c.seed for c in cells})}; tracks {list(cfg.runtime_info)}"
             + (f" (sigma {cfg.runtime_sigma:g})" if "noisy" in cfg.runtime_info else "")
             + ".",

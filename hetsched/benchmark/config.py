@@ -33,8 +33,8 @@ class BenchmarkConfig:
         out_dir: Output directory (cells, leaderboard, plots).
         plots: Write the plots.
         bootstrap: Bootstrap replicates of the aggregate intervals.
-        cheap: Per-scheduler setting overrides used when ``split`` is ``quick`` (declared in the
-            leaderboard).
+        cheap: Per-scheduler setting overrides used for the quick selection (``split=quick``
+            without a ``scenarios`` list; declared in the leaderboard).
         sim: Engine settings.
     """
 

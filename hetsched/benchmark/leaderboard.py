@@ -8,8 +8,8 @@ same seed's workload, and to the lower bound (each job alone at its best configu
 
 Across scenarios, each scheduler and track gets the interquartile mean (IQM: the mean of the
 middle 50 %) of its per-run ratios to the reference and to the lower bound, with a stratified
-bootstrap confidence interval (runs resampled with replacement within each scenario), as
-rliable (Agarwal et al., NeurIPS'21) recommends for few runs over many tasks; plus the number of
+bootstrap confidence interval (runs resampled with replacement within each scenario; across
+scenarios when each has one run), as rliable (Agarwal et al., NeurIPS'21) recommends for few runs over many tasks; plus the number of
 scenarios where its mean ratio to the reference is below 1.
 
 Outputs (:func:`write_leaderboard`): ``leaderboard.md``, ``leaderboard.csv`` (per scenario),
@@ -88,6 +88,9 @@ def stratified_bootstrap_ci(
 ) -> tuple[float, float, float]:
     """IQM of all values and its percentile bootstrap interval, resampling within each group.
 
+    With one run per scenario, strata would give a zero-width interval; the runs are then
+    resampled across scenarios instead.
+
     Args:
         groups: One array of run values per scenario (the strata).
         reps: Bootstrap replicates.
@@ -101,6 +104,8 @@ def stratified_bootstrap_ci(
     gs = [g for g in gs if g.size]
     if not gs:
         return (float("nan"),) * 3
+    if all(g.size == 1 for g in gs):  # one run per scenario: resample the scenarios instead
+        gs = [np.concatenate(gs)]
     point = iqm(np.concatenate(gs))
     rng = rng if rng is not None else np.random.default_rng(0)
     stats = np.empty(reps)

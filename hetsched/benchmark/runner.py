@@ -315,16 +315,23 @@ def run_cells(
     return [r for r in done if r is not None], len(todo)
 
 
+def quick_selection(cfg: Any) -> bool:
+    """Whether ``cfg`` runs the quick selection itself (``split=quick``, no ``scenarios`` list):
+    only then do the ``cheap`` settings apply."""
+    return str(cfg.split) == "quick" and not cfg.scenarios
+
+
 def scheduler_nodes(cfg: Any) -> dict[str, dict[str, Any]]:
     """Scheduler label -> plain config mapping: ``cfg.scheduler``'s presets, the ``cheap``
-    overrides when the split is ``quick``, and one ``maifs[<stem>]`` per checkpoint."""
+    overrides for the quick selection (:func:`quick_selection`), and one ``maifs[<stem>]`` per
+    checkpoint."""
     from omegaconf import OmegaConf
 
     nodes: dict[str, dict[str, Any]] = {}
     for name, node in cfg.scheduler.items():
         d = OmegaConf.to_container(node, resolve=True)
         assert isinstance(d, dict)
-        if cfg.split == "quick" and name in (cfg.cheap or {}):
+        if quick_selection(cfg) and name in (cfg.cheap or {}):
             d.update(dict(cfg.cheap[name]))
         nodes[str(name)] = {str(k): v for k, v in d.items()}
     if cfg.checkpoints:

@@ -40,6 +40,8 @@ def test_bootstrap_interval_brackets_the_point_and_shrinks_with_runs() -> None:
     assert lo1 <= p1 <= hi1 and lo2 <= p2 <= hi2
     assert hi2 - lo2 < hi1 - lo1
     assert stratified_bootstrap_ci([np.array([2.0, 2.0])], reps=50) == (2.0, 2.0, 2.0)
+    _, lo, hi = stratified_bootstrap_ci([np.array([v]) for v in (0.8, 1.0, 1.3, 2.0)], reps=200)
+    assert lo < hi  # one run per scenario: resampled across scenarios, not a zero-width interval
 
 
 def _row(scen: str, sched: str, seed: int, jct: float, track: str = "exact") -> dict[str, Any]:

@@ -109,11 +109,13 @@ def test_quick_cells_cover_every_baseline_and_declare_cheap_settings() -> None:
     for c in cells:
         for k, v in dict(cfg.cheap).get(c.scheduler, {}).items():
             assert c.node[k] == v
+    listed = benchmark_cells(_cfg("scenarios=[philly_sia64_busy]"))  # not the quick selection
     full = benchmark_cells(_cfg("split=test"))
     assert cfg.cheap
-    for name, over in dict(cfg.cheap).items():
-        node = next(c for c in full if c.scheduler == name).node
-        assert all(node[k] != v for k, v in dict(over).items())
+    for cells_ in (full, listed):
+        for name, over in dict(cfg.cheap).items():
+            node = next(c for c in cells_ if c.scheduler == name).node
+            assert all(node[k] != v for k, v in dict(over).items())
 
 
 def test_fit_probe_counts_idle_gpus_only_while_a_waiting_job_fits() -> None:

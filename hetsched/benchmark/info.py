@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 
 from hetsched.sim.catalog import GPU_TYPE_NAMES
 from hetsched.sim.cluster import Cluster
+from hetsched.sim.errors import ConfigError
 from hetsched.sim.throughput import ThroughputModel
 from hetsched.sim.workload import Workload
 
@@ -80,10 +81,10 @@ class RuntimeInfo:
 
     def __post_init__(self) -> None:
         if self.mode not in TRACKS:
-            raise ValueError(f"runtime_info={self.mode!r} is not one of {list(TRACKS)}")
+            raise ConfigError(f"runtime_info={self.mode!r} is not one of {list(TRACKS)}")
         s = float(self.sigma)
         if not (math.isfinite(s) and s >= 0):
-            raise ValueError(
+            raise ConfigError(
                 f"runtime_sigma={self.sigma!r} must be a finite number >= 0 (the log-normal "
                 "error's sigma; e.g. runtime_sigma=0.5)"
             )

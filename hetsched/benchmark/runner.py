@@ -32,6 +32,7 @@ from hetsched.benchmark.info import RuntimeInfo, with_info
 from hetsched.benchmark.scenarios import Scenario, get_scenario
 from hetsched.evaluation import atomic_write_text, run_one
 from hetsched.sim.allocation import Allocation
+from hetsched.sim.errors import ConfigError
 
 #: Metrics of a cell's row (from :func:`hetsched.sim.metrics.compute_metrics` and
 #: :func:`~hetsched.sim.metrics.extended_metrics`, plus ``idle_fit_gpu_h``).
@@ -342,7 +343,7 @@ def scheduler_nodes(cfg: Any) -> dict[str, dict[str, Any]]:
         for path in cfg.checkpoints:
             p = Path(str(path))
             if not p.is_file():
-                raise ValueError(f"checkpoints: {str(path)!r} is not a file (give a .pt path)")
+                raise ConfigError(f"checkpoints: {str(path)!r} is not a file (give a .pt path)")
             node = {**{str(k): v for k, v in base.items()}, "checkpoint": str(p), "ensemble": []}
             nodes[f"maifs[{p.stem}]"] = node
     return nodes
@@ -369,7 +370,7 @@ def benchmark_cells(cfg: Any) -> list[Cell]:
         scenarios = scenarios_in(str(cfg.split))
     tracks = [RuntimeInfo(str(m), float(cfg.runtime_sigma)) for m in cfg.runtime_info]
     if not tracks:
-        raise ValueError("runtime_info is empty; give e.g. runtime_info=[exact,noisy]")
+        raise ConfigError("runtime_info is empty; give e.g. runtime_info=[exact,noisy]")
     seeds = seeds_from(
         OmegaConf.to_container(cfg.seed) if not isinstance(cfg.seed, int) else cfg.seed
     )

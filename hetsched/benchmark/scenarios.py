@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hetsched.benchmark.splits import SELECTIONS, SPLITS, split_names, split_of
+from hetsched.sim.errors import ConfigError
 
 #: Offered load of each load level (needed GPU-time on the fastest types / cluster GPU-time).
 LOADS: dict[str, float] = {"light": 0.5, "busy": 0.9, "overloaded": 1.5}
@@ -245,7 +246,7 @@ def get_scenario(name: str) -> Scenario:
     try:
         return SCENARIOS[name]
     except KeyError:
-        raise ValueError(
+        raise ConfigError(
             f"unknown scenario {name!r}; known: {sorted(SCENARIOS)} (docs/benchmark.md)"
         ) from None
 
@@ -263,7 +264,7 @@ def scenarios_in(split: str) -> list[Scenario]:
         return [get_scenario(n) for n in SELECTIONS[split]]
     if split in SPLITS:
         return [s for s in SCENARIOS.values() if s.split == split]
-    raise ValueError(f"unknown split {split!r}; known: {split_names()}")
+    raise ConfigError(f"unknown split {split!r}; known: {split_names()}")
 
 
 def check_trainable(scenario_name: str) -> None:
@@ -274,7 +275,7 @@ def check_trainable(scenario_name: str) -> None:
     """
     sc = get_scenario(scenario_name)
     if sc.split == "test":
-        raise ValueError(
+        raise ConfigError(
             f"scenario {scenario_name!r} is in the test split (family {sc.family!r}, cluster "
             f"{sc.cluster!r}); train on a train scenario (hetsched.benchmark.scenarios_in('train'))"
         )
@@ -293,7 +294,7 @@ def check_trainable_preset(workload: str, workload_kwargs: Mapping[str, Any], cl
     """
     test = SPLITS["test"]
     if cluster in test.clusters:
-        raise ValueError(
+        raise ConfigError(
             f"cluster {cluster!r} is held out for the test split; train on another cluster"
         )
     fams = [
@@ -305,7 +306,7 @@ def check_trainable_preset(workload: str, workload_kwargs: Mapping[str, Any], cl
     ]  # fmt: skip
     held = [f for f in fams if f in test.families]
     if held:
-        raise ValueError(
+        raise ConfigError(
             f"workload {workload!r} with {dict(workload_kwargs)} draws from the test family "
             f"{held[0]!r}; train on a train family ({', '.join(SPLITS['train'].families)})"
         )

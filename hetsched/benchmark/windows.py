@@ -36,6 +36,7 @@ from numpy.typing import NDArray
 
 from hetsched.sim.catalog import GPU_TYPE_NAMES
 from hetsched.sim.cluster import Cluster
+from hetsched.sim.errors import ConfigError
 from hetsched.sim.throughput import ThroughputModel
 from hetsched.sim.workload import Workload
 
@@ -66,7 +67,7 @@ def loader_kind(factory: Any) -> str:
     """
     func = getattr(factory, "func", None)
     if func is None:
-        raise ValueError(
+        raise ConfigError(
             f"workload factory {factory!r} is not a preset of a trace loader (a functools.partial"
             " of a hetsched.sim.traces function); seeded windows need one"
         )
@@ -112,7 +113,7 @@ def at_load(wl: Workload, load: float, throughput: ThroughputModel, cluster: Clu
         ValueError: If ``load`` is not a positive finite number.
     """
     if not (math.isfinite(load) and load > 0):
-        raise ValueError(f"load={load!r} must be a positive number (offered load, 1.0 = full)")
+        raise ConfigError(f"load={load!r} must be a positive number (offered load, 1.0 = full)")
     rho = offered_load(wl, throughput, cluster)
     if not math.isfinite(rho) or rho <= 0:
         return wl
@@ -170,16 +171,16 @@ def seeded_windows(
     func = factory.func
     base = dict(factory.keywords)
     if num_jobs is not None and int(num_jobs) < 1:
-        raise ValueError(f"num_jobs={num_jobs!r} must be >= 1")
+        raise ConfigError(f"num_jobs={num_jobs!r} must be >= 1")
     if load is not None and not (math.isfinite(float(load)) and float(load) > 0):
-        raise ValueError(f"load={load!r} must be a positive number (offered load, 1.0 = full)")
+        raise ConfigError(f"load={load!r} must be a positive number (offered load, 1.0 = full)")
     files: tuple[int, ...] = ()
     if kind == "file":
         known = FILE_INDICES.get(func.__name__, ())
         files = tuple(int(i) for i in (indices if indices is not None else known))
         bad = [i for i in files if known and i not in known]
         if not files or bad:
-            raise ValueError(
+            raise ConfigError(
                 f"indices={list(files)} for {func.__name__}: each must be one of {list(known)}"
             )
 

@@ -14,6 +14,7 @@ from hydra import compose, initialize_config_dir
 
 from hetsched.benchmark.config import register_benchmark_config
 from hetsched.benchmark.runner import FitProbe, benchmark_cells, read_cell, run_cells
+from hetsched.resources import CONF_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "benchmark.py"
@@ -29,7 +30,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 def _cfg(*overrides: str) -> Any:
     register_benchmark_config()
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose("benchmark", overrides=list(overrides))
 
 
@@ -64,7 +65,7 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     bad = _cli("split=tset", f"out_dir={tmp_path}")
     assert bad.returncode == 2
     lines = bad.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("benchmark: error: unknown split 'tset'")
+    assert len(lines) == 1 and lines[0].startswith("error: unknown split 'tset'")
 
 
 def test_run_cells_writes_one_file_per_cell_and_resumes(tmp_path: Path) -> None:

@@ -201,7 +201,7 @@ INFO_TABLE: dict[str, tuple[str, str, str]] = {
     "sia": ("no", "yes (restart age)", "estimated (goodput model from 1-GPU profiles)"),
     "pollux": ("no", "no", "estimated (goodput model)"),
     "srpt": ("yes (ranks by it)", "no", "table"),
-    "maifs": ("yes (features, teacher, rules)", "yes (features)", "table"),
+    "maifs": ("yes (features)", "yes (features)", "table"),
     "maifs_teacher": ("yes (ranks by it)", "yes (features)", "table"),
 }
 

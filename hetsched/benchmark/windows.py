@@ -24,6 +24,7 @@ This module depends on :mod:`hetsched.sim` only, so that :mod:`hetsched.envs.pre
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import math
@@ -38,6 +39,7 @@ from hetsched.sim.catalog import GPU_TYPE_NAMES
 from hetsched.sim.cluster import Cluster
 from hetsched.sim.errors import ConfigError
 from hetsched.sim.throughput import ThroughputModel
+from hetsched.sim.traces import SIA_KINDS, TraceOptions
 from hetsched.sim.workload import Workload
 
 WorkloadFactory = Callable[..., Workload]
@@ -59,6 +61,13 @@ FILE_INDICES: dict[str, tuple[int, ...]] = {
 _LEN_CACHE: dict[tuple[Any, ...], int] = {}
 
 
+def _file_set(func: Any, keywords: dict[str, Any]) -> str:
+    """The :data:`FILE_INDICES` key of a file loader (``sia_trace`` names its set by ``kind``)."""
+    if func.__name__ == "sia_trace":
+        return SIA_KINDS[str(keywords.get("kind", "philly"))][3]
+    return str(func.__name__)
+
+
 def loader_kind(factory: Any) -> str:
     """``"window"``, ``"file"`` or ``"generator"``: how :func:`seeded_windows` varies it.
 
@@ -72,10 +81,13 @@ def loader_kind(factory: Any) -> str:
             " of a hetsched.sim.traces function); seeded windows need one"
         )
     params = inspect.signature(func).parameters
-    if "start" in params and "num_jobs" in params:
-        return "window"
     if "index" in params:
         return "file"
+    names = set(params)
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        names |= {f.name for f in dataclasses.fields(TraceOptions)}  # the shared trace options
+    if "start" in names and "num_jobs" in names:
+        return "window"
     return "generator"
 
 
@@ -176,12 +188,13 @@ def seeded_windows(
         raise ConfigError(f"load={load!r} must be a positive number (offered load, 1.0 = full)")
     files: tuple[int, ...] = ()
     if kind == "file":
-        known = FILE_INDICES.get(func.__name__, ())
+        known = FILE_INDICES.get(_file_set(func, base), ())
         files = tuple(int(i) for i in (indices if indices is not None else known))
         bad = [i for i in files if known and i not in known]
         if not files or bad:
             raise ConfigError(
-                f"indices={list(files)} for {func.__name__}: each must be one of {list(known)}"
+                f"indices={list(files)} for {_file_set(func, base)}: each must be one of "
+                f"{list(known)}"
             )
 
     def draw(

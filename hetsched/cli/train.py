@@ -41,6 +41,11 @@ def app(cfg: DictConfig) -> None:
     obj = OmegaConf.to_object(cfg)
     if not isinstance(obj, TrainConfig):
         raise ConfigError(f"train config composed to {type(obj).__name__}, not TrainConfig")
+    # Test families and clusters are held out whole (docs/benchmark.md): refuse them up front.
+    from hetsched.benchmark.scenarios import check_trainable_preset
+
+    for item in obj.agent.curriculum:
+        check_trainable_preset(item.workload, item.workload_kwargs, item.cluster)
     run_dir = writable_dir(Path(HydraConfig.get().runtime.output_dir), "hydra.run.dir")
     if obj.out:
         writable_dir(Path(obj.out).expanduser().resolve().parent, "out (its directory)")

@@ -46,6 +46,12 @@ def app(cfg: DictConfig) -> None:
 
     for item in obj.agent.curriculum:
         check_trainable_preset(item.workload, item.workload_kwargs, item.cluster)
+    ev = obj.agent.eval  # checkpoints are chosen on it: a validation window, never a test one
+    cluster = _preset_name(cfg.cluster, "cluster")
+    workload = _preset_name(cfg.workload, "workload")
+    check_trainable_preset(ev.workload or workload, ev.workload_kwargs, ev.cluster or cluster)
+    if not obj.agent.curriculum:
+        check_trainable_preset(workload, {}, cluster)
     run_dir = writable_dir(Path(HydraConfig.get().runtime.output_dir), "hydra.run.dir")
     if obj.out:
         writable_dir(Path(obj.out).expanduser().resolve().parent, "out (its directory)")
@@ -54,6 +60,14 @@ def app(cfg: DictConfig) -> None:
     extra += [f"{d}/" for d in ("tb", "checkpoints") if (run_dir / d).is_dir()]
     print(f"best checkpoint: {best}")
     print(f"outputs in {run_dir}: " + ", ".join(extra))
+
+
+def _preset_name(node: object, group: str) -> str:
+    """The preset name of the app's ``cluster`` / ``workload`` (a name, or a composed preset)."""
+    if isinstance(node, str):
+        return node
+    choice = HydraConfig.get().runtime.choices.get(group)
+    return str(choice) if choice else str(getattr(node, "name", ""))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -112,3 +112,23 @@ def test_registered_envs_build_from_a_scenario() -> None:
     assert par.core.cluster.name == "pai_mixed"
     with pytest.raises(ValueError, match="unknown scenario 'nope'"):
         gym.make("hetsched/ClusterCentral-v0", scenario="nope")
+
+
+@pytest.mark.parametrize(
+    ("override", "needle"),
+    [
+        ("cluster=gavel_108", "gavel_108"),
+        ("agent.eval.cluster=gavel_108", "gavel_108"),
+        ("agent.eval.workload=gavel_synthetic", "test family 'gavel'"),
+    ],
+)
+def test_the_training_app_refuses_test_families_and_clusters(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], override: str, needle: str
+) -> None:
+    from hetsched.cli import EXIT_BAD_INPUT
+    from hetsched.cli import train as train_cli
+
+    code = train_cli.main(["agent=maifs_quick", override, f"hydra.run.dir={tmp_path / 'run'}"])
+    err = capsys.readouterr().err
+    assert code == EXIT_BAD_INPUT and needle in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "run" / "checkpoints").exists()

@@ -447,11 +447,25 @@ def convert(
     jobs = _sort(jobs, o.unsorted)
     jobs = _duration_filters(jobs, o)
     jobs = _fit_policies(jobs, o, cluster, errors=False)
+    # Everything above depends only on the file and the options other than the window: loaders
+    # wrapped in tracecache.memoised keep it per process, and later calls (another window, another
+    # seed) go straight to _window_and_build.
+    tracecache.record(jobs, o, name, _window_and_build)
+    return _window_and_build(jobs, o, name=name, throughput=throughput, cluster=cluster, rng=rng)
+
+
+def _window_and_build(
+    jobs: TraceJobs,
+    o: TraceOptions,
+    *,
+    name: str,
+    throughput: ThroughputModel,
+    cluster: Cluster,
+    rng: np.random.Generator,
+) -> Workload:
+    """The window (``start``, ``num_jobs``, ``busiest``) of the prepared jobs -> a workload."""
     jobs = _window(jobs, o)
     jobs = _fit_policies(jobs, o, cluster, errors=True)
-    # The selection above depends only on the file and the options: loaders wrapped in
-    # tracecache.memoised keep it per process, and later calls go straight to _build.
-    tracecache.record(jobs, o, name, _build)
     return _build(jobs, o, name=name, throughput=throughput, cluster=cluster, rng=rng)
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from hetsched.baselines.base import BasePolicy, Placer
+from hetsched.baselines.base import BasePolicy, Placer, check_round_s
 from hetsched.sim.allocation import Allocation
 from hetsched.sim.catalog import GPU_TYPE_NAMES
 from hetsched.sim.cluster import Cluster
@@ -57,12 +57,10 @@ class SRPT(BasePolicy):
     def __init__(
         self, round_s: float = 60.0, preempt: bool = True, min_speed: float = 0.25
     ) -> None:
-        if not round_s > 0:
-            raise ValueError(f"srpt round_s={round_s!r} must be > 0 (seconds)")
         if not 0 < min_speed <= 1:
             raise ValueError(f"srpt min_speed={min_speed!r} must be in (0, 1] (a rate fraction)")
         self.min_speed = float(min_speed)
-        self.round_s = float(round_s)
+        self.round_s = check_round_s(round_s, self.name)
         self.preempt = bool(preempt)
         self._rate = np.zeros((0, len(GPU_TYPE_NAMES)))
 

@@ -427,3 +427,23 @@ def test_every_error_is_a_hetsched_error() -> None:
 def tiny_sim() -> Simulator:
     tm = default_throughput()
     return Simulator(_one_node("a100"), _workload(tm, "bert", 3600.0), tm, SimConfig())
+
+
+# ---------------------------------------------------------------- 3. NaN weights, through the CLI
+def test_evaluating_a_checkpoint_with_nan_weights_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    torch = pytest.importorskip("torch")
+    from hetsched.agents.policy import DEFAULT_CHECKPOINT
+
+    ck = torch.load(DEFAULT_CHECKPOINT, weights_only=True)
+    name = next(k for k, v in ck["model"].items() if v.is_floating_point())
+    ck["model"][name] = torch.full_like(ck["model"][name], float("nan"))
+    bad = tmp_path / "nan.pt"
+    torch.save(ck, bad)
+    code, _, err = evaluate_cli(
+        [*TINY, "scheduler=maifs", f"scheduler.maifs.checkpoint={bad}"], tmp_path / "run", capsys
+    )
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 2 and len(lines) == 1 and "nan.pt" in lines[0], err
+    assert not (tmp_path / "run" / "results.csv").exists()

@@ -25,7 +25,7 @@ def _apps() -> dict[str, Callable[[Sequence[str] | None], int]]:
         return main(argv)
 
     def benchmark(argv: Sequence[str] | None) -> int:
-        from hetsched.cli.benchmark import main
+        from hetsched.benchmark.cli import main
 
         return main(argv)
 

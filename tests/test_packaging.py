@@ -196,19 +196,3 @@ def test_console_is_quiet_and_the_last_line_lists_every_output(
     assert last.startswith(f"outputs in {run}: ")
     for name in ("results.csv", "results.md", "jobs.csv", "timeline.csv", "evaluate.log", "plots/"):
         assert name in last
-
-
-def test_benchmark_command_without_its_module(capsys: pytest.CaptureFixture[str]) -> None:
-    import importlib.util
-
-    try:
-        present = importlib.util.find_spec("hetsched.benchmark.cli") is not None
-    except ModuleNotFoundError:
-        present = False
-    if present:
-        pytest.skip("hetsched.benchmark.cli is installed: the command runs the benchmark")
-    from hetsched.cli import benchmark
-
-    assert benchmark.main([]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "no benchmark module" in err[0]

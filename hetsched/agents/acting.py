@@ -19,6 +19,7 @@ checkpoint was trained with it.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -95,18 +96,55 @@ def agent_masks(core: EnvCore, conf: AgentEnvConf) -> tuple[NDArray[np.int8], ND
     """Action masks ``(N, A)`` and single-host flags ``(N, A - 1)`` for the agent.
 
     The env's feasibility masks; with ``conf.fungible=False`` (the ablation without fungible
-    levels) only the request levels (1.0 GPU, CPU and memory) stay legal.
+    levels) only the request levels (1.0 GPU, CPU and memory) stay legal. With
+    ``conf.work_conserving`` the no-op is illegal for an agent with a legal single-node claim
+    (:func:`hetsched.agents.coordination.ordered_actions` makes it legal again for an agent whose
+    claims were all taken by the agents that decided before it).
     """
     ma = core.ma
     mask = ma.mask.copy()
     single = ma.single.reshape(core.N, -1)
+    P = core.n_place  # placement actions; eviction actions (preemptive) follow
     if not conf.fungible:
-        P = core.n_place  # placement actions; eviction actions (preemptive) follow
         g1, c1, m1 = core.cfg.levels.one_index
         keep = np.zeros(ma.legal.shape[2:], dtype=bool)
         keep[g1, c1, m1] = True
         mask[:, 1:P] &= np.tile(keep.ravel(), core.K).astype(np.int8)[None, :]
+    if conf.work_conserving:
+        hosts = ((mask[:, 1:P] == 1) & single[:, : P - 1]).any(axis=1)
+        mask[hosts, 0] = 0
     return mask, single
+
+
+@functools.lru_cache(maxsize=16)
+def identity_columns(layout: ObsLayout) -> NDArray[np.bool_]:
+    """Observation columns that carry identities, shape (D,): the own node's GPU-type one-hot
+    and the model one-hot of every resident slot and window slot (see
+    :mod:`hetsched.envs.features`)."""
+    sl = layout.slices()
+    cols = np.zeros(layout.obs_dim, dtype=bool)
+    cols[sl["gpu_type_onehot"]] = True
+    M = layout.num_models
+    r0 = sl["resident_slots"].start
+    for r in range(layout.resident_slots):  # [present, model one-hot, ...]
+        o = r0 + r * layout.res_dim + 1
+        cols[o : o + M] = True
+    w0 = sl["window"].start
+    for k in range(layout.window):  # [present, req, min, max, elastic, model one-hot, ...]
+        o = w0 + k * layout.job_dim + 5
+        cols[o : o + M] = True
+    return cols
+
+
+def agent_observations(core: EnvCore, conf: AgentEnvConf) -> NDArray[np.float32]:
+    """The env's observations ``(N, D)``, with the identity columns zeroed unless
+    ``conf.identity`` (a new array either way)."""
+    obs = core.observations()
+    if conf.identity:
+        return obs.copy()
+    out = obs.copy()
+    out[:, identity_columns(core.layout)] = 0.0
+    return out
 
 
 def graph_of(mask: NDArray[np.integer], window: int, extra: int = 0) -> NDArray[np.bool_]:
@@ -148,7 +186,7 @@ class Acting:
     @torch.no_grad()
     def step(self, core: EnvCore) -> dict[str, Any]:
         """Decide one step: actions, the effective masks, per-agent log-probs, value, inputs."""
-        obs = core.observations()
+        obs = agent_observations(core, self.conf.env)
         mask, single = agent_masks(core, self.conf.env)
         extra = core.n_actions - core.n_place
         adj = graph_of(mask, core.K, extra)

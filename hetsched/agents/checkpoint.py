@@ -45,6 +45,13 @@ RETIRED: dict[tuple[str, str], object] = {
 }
 
 
+#: Settings added after checkpoints were first written, with the value that reproduces how a
+#: checkpoint saved without them acts (``(group, key)``: value).
+LEGACY: dict[tuple[str, str], object] = {
+    ("env", "work_conserving"): False,
+}
+
+
 class CheckpointError(HetschedError):
     """A checkpoint that does not match this package, env or observation layout."""
 
@@ -181,6 +188,10 @@ def conf_from_dict(d: dict[str, Any]) -> MAIFSAgentConf:
     from omegaconf.errors import OmegaConfBaseException
 
     d = {k: dict(v) if isinstance(v, dict) else v for k, v in d.items()}
+    for (group, key), legacy in LEGACY.items():
+        sub = d.get(group)
+        if isinstance(sub, dict) and key not in sub:
+            sub[key] = legacy
     for (group, key), neutral in RETIRED.items():
         sub = d.get(group)
         if isinstance(sub, dict) and key in sub:

@@ -41,6 +41,15 @@ class AgentEnvConf:
         preemptive: Train and act in the preemptive env ``hetsched/ClusterPreempt-v0`` (one
             eviction action per resident slot; the network gets an eviction head). Checkpoints
             saved before this field existed load with false.
+        work_conserving: The agent's action semantics: an agent that can host a waiting job
+            alone (a legal single-node claim, after the claims of the agents that decided
+            before it) may not pass; which job, at which GPU, CPU and memory levels, stays the
+            network's choice. Gang claims stay voluntary. Checkpoints saved before this field
+            existed load with false.
+        identity: Show identity features (the GPU-type one-hot of the own node, the model
+            one-hot of resident and window jobs). False zeroes them, so the network sees jobs
+            and nodes only through throughput-relative features (the identity-features
+            ablation; such a checkpoint also runs on models and GPU types it never saw).
     """
 
     window: int = 16
@@ -57,6 +66,8 @@ class AgentEnvConf:
     window_order: str = "arrival"
     preemptive: bool = False
     evict_max: int | None = None
+    work_conserving: bool = True
+    identity: bool = True
 
 
 @dataclass
@@ -159,27 +170,35 @@ class CurriculumItem:
         cluster: Cluster preset name (``conf/cluster``).
         workload: Workload preset name (``conf/workload``).
         workload_kwargs: Overrides of the preset's fields (e.g. a trace window).
+        scenario: A benchmark scenario (:mod:`hetsched.benchmark.scenarios`) instead of
+            ``cluster``/``workload``: its cluster and its seeded windows at its offered load
+            (each seed draws another window). Test-split scenarios are refused.
         seeds: Episode seeds drawn uniformly from ``[seed_lo, seed_hi)``.
     """
 
     cluster: str = "sia_64"
     workload: str = "philly"
     workload_kwargs: dict[str, Any] = field(default_factory=dict)
+    scenario: str | None = None
     seed_lo: int = 0
     seed_hi: int = 10
 
 
-def philly_curriculum() -> list[CurriculumItem]:
-    """The default training distributions: four Philly stretches on two cluster shapes.
+#: Seeds of training episodes on benchmark scenarios. The benchmark evaluates seeds 0, 1, 2, ...
+#: of each scenario; training draws its windows from seeds far above them.
+TRAIN_SEED_LO = 1000
+TRAIN_SEED_HI = 1_000_000
 
-    Held out: the busiest window (the ``workload=philly`` preset's default, from sorted job
-    42734), the validation window of :class:`EvalConf` (from job 55000) and every seed >= 10.
-    """
-    windows = [("sia_64", 50000, 300), ("sia_64", 65000, 200)]
-    windows += [("pai_mixed", 60000, 300), ("pai_mixed", 72000, 200)]
+
+def train_split_curriculum() -> list[CurriculumItem]:
+    """Every scenario of the benchmark's train split (its families, both clusters, light to
+    overloaded loads, rigid and elastic jobs), windows drawn from seeds the benchmark does not
+    evaluate. Validation and test families are never drawn."""
+    from hetsched.benchmark.scenarios import scenarios_in
+
     return [
-        CurriculumItem(cluster=c, workload_kwargs={"start": s, "num_jobs": n})
-        for c, s, n in windows
+        CurriculumItem(scenario=s.name, seed_lo=TRAIN_SEED_LO, seed_hi=TRAIN_SEED_HI)
+        for s in scenarios_in("train")
     ]
 
 
@@ -189,6 +208,8 @@ class EvalConf:
 
     Attributes:
         every: Env steps between evaluations (0: no evaluation, no ``best.pt``).
+        scenario: A benchmark scenario of the validation split (its cluster and seeded
+            windows); null = ``cluster``, ``workload`` and ``workload_kwargs`` below.
         baseline: ``"teacher"`` (the agent's behaviour-cloning teacher) or the name of a
             scheduler preset (``conf/scheduler/<name>.yaml``, e.g. ``"fifo"`` or ``"sia"``),
             run once by the same runner; an unknown name fails when the trainer is built.
@@ -201,6 +222,7 @@ class EvalConf:
 
     every: int = 4000
     baseline: str = "fifo"
+    scenario: str | None = "itp_c06_sia64_busy"
     cluster: str | None = None
     workload: str | None = None
     workload_kwargs: dict[str, Any] = field(
@@ -221,7 +243,7 @@ class MAIFSAgentConf:
     teacher: TeacherConf = field(default_factory=TeacherConf)
     bc: BCConf = field(default_factory=BCConf)
     ppo: PPOConf = field(default_factory=PPOConf)
-    curriculum: list[CurriculumItem] = field(default_factory=philly_curriculum)
+    curriculum: list[CurriculumItem] = field(default_factory=train_split_curriculum)
     eval: EvalConf = field(default_factory=EvalConf)
 
     def __post_init__(self) -> None:

@@ -85,7 +85,8 @@ def ordered_actions(
 
     Args:
         logits: Actor logits, shape (N, A).
-        mask: Env action masks, shape (N, A) (column 0, the no-op, always legal).
+        mask: Action masks, shape (N, A) (column 0 is the no-op; an agent left without a
+            legal action after its neighbours' claims may always pass).
         single: Whether each claim hosts its job alone on the agent, shape (N, A - 1).
         window: Window size K.
         rng: Sampling generator; ``None`` = greedy (argmax).
@@ -112,6 +113,8 @@ def ordered_actions(
     for i in order.tolist():  # one pass over the agents
         if taken[i].any():
             eff[i, 1:P] &= ~np.repeat(taken[i], L)
+            if not eff[i].any():  # every claim taken: passing is legal again
+                eff[i, 0] = True
         row = np.where(eff[i], logits[i], NEG)
         a = int(_pick(row[None, :], rng)[0])
         actions[i] = a

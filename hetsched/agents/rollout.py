@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
-from hetsched.agents.acting import Acting, agent_masks, graph_of
+from hetsched.agents.acting import Acting, agent_masks, agent_observations, graph_of
 from hetsched.agents.config import CurriculumItem, MAIFSAgentConf
 from hetsched.agents.driver import TeamEnv
 from hetsched.agents.network import MAIFSNet
@@ -146,14 +146,18 @@ def play(
         else:
             mask, _ = agent_masks(core, conf.env)
             label = teacher.act(core)
+            weight = label_weights(core, label, conf)
+            # A teacher label the agent's action semantics forbid (it passes where the agent
+            # must claim) teaches nothing: weight 0.
+            weight[mask[np.arange(core.N), label] == 0] = 0.0
             d = {
-                "obs": core.observations().astype(np.float16),
+                "obs": agent_observations(core, conf.env).astype(np.float16),
                 "mask": mask.astype(bool),
                 "adj": graph_of(mask, core.K, core.n_actions - core.n_place),
                 "actions": label,
                 "logp": np.zeros(core.N, dtype=np.float32),
                 "value": np.float32(0.0),
-                "weight": label_weights(core, label, conf),
+                "weight": weight,
             }
             run = label if spec.mode == "teacher" else acting(core)
         out = env.step(run)

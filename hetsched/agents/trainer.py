@@ -66,6 +66,7 @@ from hetsched.agents.rollout import (
     rollout_scalars,
 )
 from hetsched.agents.teacher import SJFTeacher
+from hetsched.benchmark.scenarios import check_trainable, get_scenario
 from hetsched.config import changed_settings
 from hetsched.envs.presets import (
     WorkloadFactory,
@@ -100,6 +101,16 @@ def app_workload(node: Any) -> WorkloadFactory:
     if not callable(wf):
         raise ValueError(f"workload={node!r} did not build a workload factory; use workload=philly")
     return wf
+
+
+def item_source(it: CurriculumItem) -> tuple[Cluster, Any]:
+    """The cluster and workload (factory) of a curriculum item: its benchmark scenario's
+    (refused if in the test split), else its cluster and workload presets."""
+    if it.scenario:
+        check_trainable(it.scenario)
+        sc = get_scenario(it.scenario)
+        return resolve_cluster(sc.cluster), sc.factory()
+    return resolve_cluster(it.cluster), resolve_workload(it.workload, dict(it.workload_kwargs))
 
 
 class Trainer:
@@ -168,14 +179,7 @@ class Trainer:
             return [items[min(i, len(items) - 1)] for i in range(len(envs))], envs
         if items:
             return items, [
-                TeamEnv(
-                    resolve_cluster(it.cluster),
-                    resolve_workload(it.workload, dict(it.workload_kwargs)),
-                    self.tm,
-                    self.settings,
-                    max_steps,
-                )
-                for it in items
+                TeamEnv(*item_source(it), self.tm, self.settings, max_steps) for it in items
             ]
         # agent.curriculum=[]: train on the app's cluster and workload
         cl, wf = app_cluster(self.cfg.cluster), app_workload(self.cfg.workload)
@@ -368,11 +372,15 @@ class Trainer:
         from hetsched.sim.engine import SimConfig
 
         e = self.conf.eval
-        cl = resolve_cluster(e.cluster) if e.cluster else app_cluster(self.cfg.cluster)
-        base = resolve_workload(e.workload) if e.workload else app_workload(self.cfg.workload)
-        if not callable(base):
-            raise ValueError(f"eval.workload={e.workload!r} must name a workload preset")
-        wf = functools.partial(base, **dict(e.workload_kwargs))
+        if e.scenario:
+            sc = get_scenario(e.scenario)
+            cl, wf = resolve_cluster(sc.cluster), sc.factory()
+        else:
+            cl = resolve_cluster(e.cluster) if e.cluster else app_cluster(self.cfg.cluster)
+            base = resolve_workload(e.workload) if e.workload else app_workload(self.cfg.workload)
+            if not callable(base):
+                raise ValueError(f"eval.workload={e.workload!r} must name a workload preset")
+            wf = functools.partial(base, **dict(e.workload_kwargs))
         self.net.eval()
         pols: dict[str, Any] = {"maifs": lambda: MAIFSPolicy(net=(self.net, self.conf))}
         if self.baseline is None:

@@ -42,14 +42,20 @@ def app(cfg: DictConfig) -> None:
     if not isinstance(obj, TrainConfig):
         raise ConfigError(f"train config composed to {type(obj).__name__}, not TrainConfig")
     # Test families and clusters are held out whole (docs/benchmark.md): refuse them up front.
-    from hetsched.benchmark.scenarios import check_trainable_preset
+    from hetsched.benchmark.scenarios import check_trainable, check_trainable_preset
 
     for item in obj.agent.curriculum:
-        check_trainable_preset(item.workload, item.workload_kwargs, item.cluster)
+        if item.scenario:
+            check_trainable(item.scenario)
+        else:
+            check_trainable_preset(item.workload, item.workload_kwargs, item.cluster)
     ev = obj.agent.eval  # checkpoints are chosen on it: a validation window, never a test one
     cluster = _preset_name(cfg.cluster, "cluster")
     workload = _preset_name(cfg.workload, "workload")
-    check_trainable_preset(ev.workload or workload, ev.workload_kwargs, ev.cluster or cluster)
+    if ev.scenario:
+        check_trainable(ev.scenario)
+    else:
+        check_trainable_preset(ev.workload or workload, ev.workload_kwargs, ev.cluster or cluster)
     if not obj.agent.curriculum:
         check_trainable_preset(workload, {}, cluster)
     run_dir = writable_dir(Path(HydraConfig.get().runtime.output_dir), "hydra.run.dir")

@@ -27,8 +27,16 @@ def test_train_config_composes_with_overrides() -> None:
     assert isinstance(obj.agent, MAIFSAgentConf)
     assert obj.agent.net.hidden == 32 and obj.cluster["name"] == "pai_mixed"
     assert obj.workload["_target_"] == "hetsched.sim.traces.philly"
-    assert len(obj.agent.curriculum) >= 3  # several traces/windows and cluster shapes
-    assert {c.cluster for c in obj.agent.curriculum} >= {"sia_64", "pai_mixed"}
+    # The default curriculum is the benchmark's train split: every train scenario, nothing else.
+    from hetsched.benchmark.scenarios import get_scenario, scenarios_in
+
+    names = [c.scenario for c in obj.agent.curriculum]
+    assert names == [s.name for s in scenarios_in("train")]
+    scs = [get_scenario(n) for n in names if n]
+    assert {s.cluster for s in scs} == {"sia_64", "pai_mixed"}
+    assert {s.load for s in scs} == {"light", "busy", "overloaded"}
+    assert all(c.seed_lo >= 1000 for c in obj.agent.curriculum)  # not the benchmark's seeds
+    assert get_scenario(str(obj.agent.eval.scenario)).split == "validation"
 
 
 def test_typo_and_bad_type_fail_at_composition() -> None:
@@ -51,22 +59,6 @@ def test_scheduler_preset_takes_a_checkpoint() -> None:
     assert cfg.scheduler.maifs.checkpoint == "/x/y.pt"
     assert plain.scheduler.maifs.checkpoint is None
     assert cfg.scheduler.maifs._target_ == "hetsched.agents.policy.MAIFSPolicy"
-
-
-def test_multitrace_preset_adds_alibaba_to_the_philly_curriculum() -> None:
-    with initialize_config_dir(config_dir=CONF, version_base=None):
-        base = compose("train", overrides=["agent=maifs"])
-        mt = compose("train", overrides=["agent=maifs_multitrace"])
-    items = [dict(i) for i in mt.agent.curriculum]
-    assert items[: len(base.agent.curriculum)] == [dict(i) for i in base.agent.curriculum]
-    ali = [i for i in items if i["workload"] == "alibaba"]
-    assert {i["cluster"] for i in ali} == {"sia_64", "pai_mixed"}
-    # Consecutive stretches before the held-out busiest window (pods 5609-6108).
-    assert all(not i["workload_kwargs"]["busiest"] for i in ali)
-    assert all(
-        i["workload_kwargs"]["start"] + i["workload_kwargs"]["num_jobs"] <= 5609 for i in ali
-    )
-    assert mt.agent.bc == base.agent.bc and mt.agent.net == base.agent.net
 
 
 def test_teacher_preset_takes_its_defaults_from_the_agent_schema() -> None:

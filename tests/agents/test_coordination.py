@@ -217,3 +217,21 @@ def test_eviction_head_scores_resident_slots_and_respects_masks() -> None:
     assert not torch.allclose(a[0, 1, ev0], b[0, 1, ev0])
     with pytest.raises(ValueError, match="evict_slots=1 must be 0"):
         NetDims(**{**_dims().as_dict(), "evict_slots": 1})
+
+
+def test_work_conserving_masks_pass_only_while_a_claim_is_left() -> None:
+    """With the no-op illegal (a work-conserving agent mask), an agent whose jobs were all taken
+    by the agents before it may pass again; the others claim even when they prefer to pass."""
+    m = _mask([[0], [0], [1]])
+    m[:, 0] = 0  # every agent starts with a legal single-node claim
+    single = np.ones((3, A - 1), dtype=bool)
+    logits = np.zeros((3, A))
+    logits[:, 0] = 10.0  # every agent would rather pass
+    logits[0, 1] = 1.0
+    acts, eff = ordered_actions(logits, m, single, K, None)
+    assert acts[2] > 0 and (acts[2] - 1) // L == 1  # must claim its job
+    claimed = sorted((a - 1) // L for a in acts if a > 0)
+    assert claimed == [0, 1]  # slot 0 went to one of agents 0 and 1
+    loser = 1 if acts[0] > 0 else 0
+    assert acts[loser] == 0 and eff[loser, 0] and not eff[loser, 1:].any()
+    assert all(eff[i, a] for i, a in enumerate(acts))

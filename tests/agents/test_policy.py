@@ -194,3 +194,37 @@ def test_policy_refuses_a_network_of_another_layout() -> None:
     net = build_net(conf.net, dims).eval()  # eviction actions the env settings do not have
     with pytest.raises(CheckpointError, match="actions per node"):
         _run(MAIFSPolicy(net=(net, conf)), cl, wl, tm)
+
+
+def test_work_conserving_agent_mask_and_identity_columns() -> None:
+    """``agent.env.work_conserving`` makes the no-op illegal exactly for agents with a legal
+    single-node claim; ``agent.env.identity=false`` zeroes the one-hot identity columns only."""
+    import dataclasses
+
+    from helpers import tiny_env, tiny_tm
+
+    from hetsched.agents.acting import agent_masks, agent_observations, identity_columns
+    from hetsched.agents.config import MAIFSAgentConf
+
+    conf = MAIFSAgentConf()
+    env = tiny_env(conf, tiny_tm())
+    env.reset(np.random.default_rng(0))
+    core = env.core
+    mask, single = agent_masks(core, conf.env)
+    raw = core.ma.mask
+    P = core.n_place
+    hosts = ((raw[:, 1:P] == 1) & single[:, : P - 1]).any(axis=1)
+    assert hosts.all()  # both nodes can host the 1-GPU job alone
+    assert (mask[:, 0] == 0).all() and np.array_equal(mask[:, 1:], raw[:, 1:])
+    off = dataclasses.replace(conf.env, work_conserving=False)
+    assert (agent_masks(core, off)[0][:, 0] == 1).all()
+    cols = identity_columns(core.layout)
+    sl = core.layout.slices()
+    assert cols[sl["gpu_type_onehot"]].all() and not cols[sl["global"]].any()
+    assert cols.sum() == core.layout.num_types + core.layout.num_models * (
+        core.layout.resident_slots + core.layout.window
+    )
+    full = agent_observations(core, conf.env)
+    blind = agent_observations(core, dataclasses.replace(conf.env, identity=False))
+    assert full[:, cols].any() and not blind[:, cols].any()
+    assert np.array_equal(full[:, ~cols], blind[:, ~cols])

@@ -282,6 +282,8 @@ class TrainConfig:
         num_workers: Worker processes that play episodes (1: in this process). Episodes are
             seeded one by one from the run's generator, so the count changes the wall time,
             not which episodes are played.
+        device: Where the learner's fits and updates run: ``auto`` (a CUDA GPU when one is
+            present, else the CPU), ``cpu`` or ``cuda``. Episodes are always played on CPUs.
     """
 
     agent: MAIFSAgentConf = field(default_factory=MAIFSAgentConf)
@@ -297,6 +299,7 @@ class TrainConfig:
     max_wall_s: float | None = None
     max_env_steps: int | None = None
     num_workers: int = 1
+    device: str = "auto"
 
     def __post_init__(self) -> None:
         if isinstance(self.num_workers, bool) or not int(self.num_workers) >= 1:

@@ -36,12 +36,17 @@ class _Fwd:
     reg: torch.Tensor  # () attention-logit L2
 
 
+def _device(net: MAIFSNet) -> torch.device:
+    return next(net.parameters()).device
+
+
 def forward(net: MAIFSNet, ep: Episode, idx: NDArray[np.int64]) -> _Fwd:
-    """The network on steps ``idx`` of ``ep``."""
-    obs = torch.from_numpy(ep.obs[idx]).float()
-    mask = torch.from_numpy(ep.mask[idx])
-    adj = torch.from_numpy(ep.adj[idx])
-    act = torch.from_numpy(ep.actions[idx])
+    """The network on steps ``idx`` of ``ep`` (on the network's device)."""
+    dev = _device(net)
+    obs = torch.from_numpy(ep.obs[idx]).to(dev).float()
+    mask = torch.from_numpy(ep.mask[idx]).to(dev)
+    adj = torch.from_numpy(ep.adj[idx]).to(dev)
+    act = torch.from_numpy(ep.actions[idx]).to(dev)
     logits, value, reg = net(obs, mask, adj)
     lp = torch.log_softmax(logits, dim=-1)
     taken = lp.gather(2, act[..., None])[..., 0]
@@ -94,8 +99,8 @@ def bc_fit(
         for ep, idx in minibatches(data, bc.batch, rng):
             f = forward(net, ep, idx)
             assert ep.ret is not None
-            ret = torch.from_numpy(ep.ret[idx]).float()
-            wa = torch.from_numpy(ep.weight[idx]) * f.active
+            ret = torch.from_numpy(ep.ret[idx]).to(f.value.device).float()
+            wa = torch.from_numpy(ep.weight[idx]).to(f.value.device) * f.active
             ce = -(f.taken * wa).sum() / wa.sum().clamp(min=1.0)
             vl = functional.smooth_l1_loss(f.value, ret)
             _step(net, opt, ce + bc.value_coef * vl + attn_reg * f.reg, 5.0, "behaviour-cloning")
@@ -121,9 +126,10 @@ def ppo_update(
         for ep, idx in minibatches(eps, p.batch, rng):
             assert ep.adv is not None and ep.ret is not None
             f = forward(net, ep, idx)
-            old = torch.from_numpy(ep.logp[idx])
-            adv = torch.from_numpy((ep.adv[idx] - mu) / sd).float()[:, None]
-            ret = torch.from_numpy(ep.ret[idx]).float()
+            dev = f.value.device
+            old = torch.from_numpy(ep.logp[idx]).to(dev)
+            adv = torch.from_numpy((ep.adv[idx] - mu) / sd).to(dev).float()[:, None]
+            ret = torch.from_numpy(ep.ret[idx]).to(dev).float()
             ratio = torch.exp(f.taken - old)
             surr = torch.min(ratio * adv, ratio.clamp(1 - p.clip, 1 + p.clip) * adv)
             na = f.active.sum().clamp(min=1.0)

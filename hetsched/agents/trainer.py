@@ -31,6 +31,7 @@ TensorBoard tags, all on one step axis (env steps): ``rollout/*``, ``train/*``,
 
 from __future__ import annotations
 
+import copy
 import functools
 import math
 import shutil
@@ -103,6 +104,32 @@ def app_workload(node: Any) -> WorkloadFactory:
     return wf
 
 
+def learner_device(name: str) -> torch.device:
+    """The learner's device: ``cpu``, ``cuda`` (``cuda:N``) or ``auto`` (CUDA when available).
+
+    Raises:
+        ValueError: If the name is unknown, or CUDA is asked for and not available.
+    """
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cpu" or name.startswith("cuda"):
+        if name.startswith("cuda") and not torch.cuda.is_available():
+            raise ValueError(f"device={name!r}: CUDA is not available here; use device=cpu")
+        return torch.device(name)
+    raise ValueError(f"device={name!r} is not one of auto, cpu, cuda")
+
+
+def hardware(device: torch.device, workers: int) -> str:
+    """One line naming where the run learnt and played (for checkpoints' model cards)."""
+    import os
+    import platform
+
+    where = f"{os.cpu_count()} CPU cores ({platform.machine()})"
+    if device.type == "cuda":
+        where = f"learner on {torch.cuda.get_device_name(device)}, " + where
+    return f"{where}, {workers} rollout process(es), torch {torch.__version__}"
+
+
 def item_source(it: CurriculumItem) -> tuple[Cluster, Any]:
     """The cluster and workload (factory) of a curriculum item: its benchmark scenario's
     (refused if in the test split), else its cluster and workload presets."""
@@ -147,8 +174,13 @@ class Trainer:
         if len(dims) != 1:
             raise ValueError(f"curriculum items give different observation layouts: {dims}")
         self.dims = dims.pop()
-        self.net = build_net(self.conf.net, self.dims)
-        self.opt = torch.optim.Adam(self.net.parameters(), lr=self.conf.bc.lr)
+        self.net = build_net(self.conf.net, self.dims)  # acting copy (CPU, shared with workers)
+        self.device = learner_device(cfg.device)
+        # The learner: the acting network itself on a CPU, else a copy on the accelerator whose
+        # weights are copied back into the acting network after every fit or update.
+        self.learner = self.net if self.device.type == "cpu" else copy.deepcopy(self.net)
+        self.learner.to(self.device)
+        self.opt = torch.optim.Adam(self.learner.parameters(), lr=self.conf.bc.lr)
         self.rng = np.random.default_rng(cfg.seed)  # minibatch shuffling
         self.teacher = SJFTeacher.for_agent(self.conf)
         self.phase = "bc"
@@ -170,6 +202,17 @@ class Trainer:
             self._init_from(Path(cfg.init))
         if cfg.resume:
             self._restore(Path(cfg.resume))
+        self._to_learner()
+
+    def _to_learner(self) -> None:
+        """Copy the acting network's weights into the learner (no-op when they are one)."""
+        if self.learner is not self.net:
+            self.learner.load_state_dict(self.net.state_dict())
+
+    def _from_learner(self) -> None:
+        """Copy the learner's weights into the acting network, in place (workers see them)."""
+        if self.learner is not self.net:
+            self.net.load_state_dict(self.learner.state_dict())
 
     def _build_envs(self, envs: list[TeamEnv] | None) -> tuple[list[CurriculumItem], list[TeamEnv]]:
         items = list(self.conf.curriculum)
@@ -230,7 +273,7 @@ class Trainer:
                 self.behaviour_cloning()
                 self.checkpoint()  # bc_{step}.pt
                 self.phase = "ppo"
-                self.opt = torch.optim.Adam(self.net.parameters(), lr=self.conf.ppo.lr)
+                self.opt = torch.optim.Adam(self.learner.parameters(), lr=self.conf.ppo.lr)
             self.train_ppo()
             self.maybe_evaluate(force=self.last_eval != self.env_steps)
             final = self.checkpoint()
@@ -330,7 +373,9 @@ class Trainer:
                 data = data[-b.buffer_episodes :]
                 if jcts:
                     self.log_scalars("rollout", {f"{mode}_avg_jct_h": float(np.mean(jcts))})
-                self.log_scalars("train", bc_fit(self.net, self.opt, data, b, p.attn_reg, self.rng))
+                fit = bc_fit(self.learner, self.opt, data, b, p.attn_reg, self.rng)
+                self._from_learner()
+                self.log_scalars("train", fit)
                 self.bc_rounds = r + 1
                 self.maybe_evaluate(force=True)
                 if self.out_of_budget():
@@ -352,7 +397,8 @@ class Trainer:
                 rate = n / max(time.perf_counter() - t0, 1e-9)
                 self.ppo_steps += n
                 self.env_steps += n
-                stats = ppo_update(self.net, self.opt, episodes, self.conf.ppo, self.rng)
+                stats = ppo_update(self.learner, self.opt, episodes, self.conf.ppo, self.rng)
+                self._from_learner()
                 self.updates += 1
                 self.log_rollout(episodes, rate)
                 self.log_scalars("train", stats)
@@ -463,6 +509,7 @@ class Trainer:
             "baseline": self.baseline or {},
             "rng": {"numpy": numpy_state(self.rng), "torch": torch.get_rng_state()},
             "seed": int(self.cfg.seed),
+            "hardware": hardware(self.device, self.cfg.num_workers),
         }
 
     def checkpoint(self) -> Path:
@@ -483,9 +530,10 @@ class Trainer:
                 stacklevel=2,
             )
         self.net.load_state_dict(ck["model"])
+        self._to_learner()
         self.phase = str(ck["phase"])
         if self.phase == "ppo":
-            self.opt = torch.optim.Adam(self.net.parameters(), lr=self.conf.ppo.lr)
+            self.opt = torch.optim.Adam(self.learner.parameters(), lr=self.conf.ppo.lr)
         self.opt.load_state_dict(ck["optimizer"])
         self.env_steps = int(ck["step"])
         self.ppo_steps = int(ck["ppo_steps"])

@@ -241,3 +241,39 @@ def test_training_app_stops_a_diverging_run_with_exit_code_2(tmp_path: Path) -> 
     assert "Traceback" not in res.stderr
     for p in (run / "checkpoints").glob("*.pt"):
         load_checkpoint(p)  # nothing non-finite was written
+
+
+def test_a_separate_learner_copies_its_weights_back_to_the_acting_network(tmp_path: Path) -> None:
+    """With the learner on an accelerator (``device=cuda``) the trainer keeps a second network;
+    exercised here with a second CPU copy: every fit and update reaches the acting network
+    (which the rollout workers read) and the checkpoints."""
+    import copy
+
+    cfg = fast_config(steps=64)
+    tm = tiny_tm()
+    env = tiny_env(cfg.agent, tm)
+    torch.manual_seed(0)
+    tr = Trainer(cfg, tmp_path, throughput=tm, envs=[env])
+    assert tr.learner is tr.net and tr.device.type == "cpu"  # no GPU here: one network
+    before = {k: v.clone() for k, v in tr.net.state_dict().items()}
+    tr.learner = copy.deepcopy(tr.net)
+    tr.opt = torch.optim.Adam(tr.learner.parameters(), lr=cfg.agent.ppo.lr)
+    tr.run()
+    now, learnt = tr.net.state_dict(), tr.learner.state_dict()
+    assert all(torch.equal(now[k], learnt[k]) for k in now)
+    assert any(not torch.equal(now[k], before[k]) for k in now)
+    ck = load_checkpoint(tmp_path / "checkpoints" / f"ppo_{tr.env_steps}.pt")
+    assert all(torch.equal(ck["model"][k], now[k]) for k in now)
+    assert "CPU cores" in ck["hardware"]
+
+
+def test_cuda_learner_without_cuda_is_a_clear_error() -> None:
+    from hetsched.agents.trainer import learner_device
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(ValueError, match="device='cuda'.*not available"):
+        learner_device("cuda")
+    with pytest.raises(ValueError, match="not one of auto, cpu, cuda"):
+        learner_device("tpu")
+    assert learner_device("auto").type == "cpu"

@@ -216,6 +216,7 @@ class Acting:
             actions[i] = a
             if not single[i, a - 1]:  # a gang: every node that may claim it does
                 actions[mask[:, a] == 1] = a
+            eff[actions == a, a] = True  # what is taken is in the mask it is scored under
         lp = torch.log_softmax(logits[0].masked_fill(~torch.from_numpy(eff), -1e9), dim=-1)
         logp = lp.gather(1, torch.from_numpy(actions)[:, None])[:, 0].numpy()
         return {

@@ -139,7 +139,7 @@ def ppo_update(
             loss = pg + p.vf_coef * vl - p.ent_coef * entropy + p.attn_reg * f.reg
             gn = _step(net, opt, loss, p.max_grad_norm, "PPO")
             with torch.no_grad():
-                kl = (((ratio - 1) - torch.log(ratio)) * f.active).sum() / na
+                kl = (((ratio - 1) - (f.taken - old)) * f.active).sum() / na
                 cf = (((ratio - 1).abs() > p.clip).float() * f.active).sum() / na
             for k, v in (
                 ("policy_loss", pg),

@@ -159,7 +159,7 @@ def seeded_windows(
     indices: Sequence[int] | None = None,
     load: float | None = None,
     name: str | None = None,
-) -> WorkloadFactory:
+) -> WindowDraw:
     """A factory drawing a new window of ``factory``'s trace from each call's generator.
 
     Args:
@@ -197,9 +197,27 @@ def seeded_windows(
                 f"{list(known)}"
             )
 
-    def draw(
-        *, throughput: ThroughputModel, cluster: Cluster, rng: np.random.Generator
+    return WindowDraw(factory, kind, files, num_jobs, load, name)
+
+
+@dataclasses.dataclass(frozen=True)
+class WindowDraw:
+    """The factory :func:`seeded_windows` returns (a picklable object, so that envs built on
+    it can be sent to worker processes): each call draws a window with the call's generator."""
+
+    factory: Any
+    kind: str
+    files: tuple[int, ...]
+    num_jobs: int | None
+    load: float | None
+    name: str | None
+
+    def __call__(
+        self, *, throughput: ThroughputModel, cluster: Cluster, rng: np.random.Generator
     ) -> Workload:
+        """A window (rescaled to the offered load when one is set)."""
+        kind, factory, files, num_jobs = self.kind, self.factory, self.files, self.num_jobs
+        func, base = factory.func, dict(factory.keywords)
         if kind == "window":
             kw = {k: v for k, v in base.items() if k not in ("start", "num_jobs", "busiest")}
             if kw.get("max_gpus_policy", "error") == "error":
@@ -225,11 +243,9 @@ def seeded_windows(
             wl = whole.subset(slice(start, start + n)).shifted()
         else:
             wl = factory(throughput=throughput, cluster=cluster, rng=rng)
-        if load is not None:
-            wl = at_load(wl, float(load), throughput, cluster)
-        return replace(wl, name=name) if name else wl
-
-    return draw
+        if self.load is not None:
+            wl = at_load(wl, float(self.load), throughput, cluster)
+        return replace(wl, name=self.name) if self.name else wl
 
 
 def env_preset_factory(factory: Any, workload_kwargs: dict[str, Any]) -> Any:

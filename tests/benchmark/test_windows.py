@@ -121,3 +121,21 @@ def test_bad_window_arguments() -> None:
         seeded_windows(base, num_jobs=0)
     with pytest.raises(ValueError, match="not a preset of a trace loader"):
         seeded_windows(lambda **kw: None)
+
+
+def test_seeded_windows_pickle_and_draw_the_same_after_a_round_trip() -> None:
+    """Training sends envs built on scenario factories to worker processes (spawn)."""
+    import pickle
+
+    from hetsched.benchmark.scenarios import get_scenario
+    from hetsched.envs.presets import resolve_cluster
+    from hetsched.sim.throughput import default_throughput
+
+    sc = get_scenario("itp_c05_sia64_light")
+    f = sc.factory()
+    g = pickle.loads(pickle.dumps(f))
+    cl, tm = resolve_cluster(sc.cluster), default_throughput()
+    a = f(throughput=tm, cluster=cl, rng=np.random.default_rng(7))
+    b = g(throughput=tm, cluster=cl, rng=np.random.default_rng(7))
+    assert a.num_jobs == b.num_jobs == sc.num_jobs
+    assert np.array_equal(a.arrival, b.arrival) and np.array_equal(a.work, b.work)

@@ -344,7 +344,7 @@ def scheduler_nodes(cfg: Any) -> dict[str, dict[str, Any]]:
             p = Path(str(path))
             if not p.is_file():
                 raise ConfigError(f"checkpoints: {str(path)!r} is not a file (give a .pt path)")
-            node = {**{str(k): v for k, v in base.items()}, "checkpoint": str(p), "ensemble": []}
+            node = {**{str(k): v for k, v in base.items()}, "checkpoint": str(p)}
             nodes[f"maifs[{p.stem}]"] = node
     return nodes
 

@@ -127,3 +127,19 @@ def test_fit_probe_counts_idle_gpus_only_while_a_waiting_job_fits() -> None:
         [True, False, True],
     )
     assert probe.idle_fit_gpu_h(9000.0) == pytest.approx(4.0 + 2.0 * 0.5)
+
+
+def test_extra_checkpoints_build_a_maifs_policy_each() -> None:
+    """``checkpoints=[...]`` adds one ``maifs[<stem>]`` scheduler per file, built from the
+    maifs preset with that checkpoint."""
+    from hydra.utils import instantiate
+
+    from hetsched.agents.policy import MAIFSPolicy
+    from hetsched.benchmark.runner import scheduler_nodes
+    from hetsched.resources import CHECKPOINT_DIR
+
+    ck = CHECKPOINT_DIR / "maifs_default.pt"
+    nodes = scheduler_nodes(_cfg("scheduler=[fifo]", f"checkpoints=[{ck}]"))
+    assert sorted(nodes) == ["fifo", "maifs[maifs_default]"]
+    pol = instantiate(nodes["maifs[maifs_default]"])
+    assert isinstance(pol, MAIFSPolicy)

@@ -624,3 +624,32 @@ def test_capacity_change_updates_the_kept_model_in_place() -> None:
     # Same jobs and valid set every time: one model build, then bound/RHS updates only.
     assert pol.stats["model_rebuilds"] == 1 and pol.stats["model_reuses"] == 3
     assert pol.stats["cache_hits"] == 0  # a capacity change invalidates the cached answer
+
+
+#: Sia's allocations on the scenario of ``test_hadar._fingerprint`` (Sia's 64-GPU mix, 96 elastic
+#: Philly jobs arriving within 600 s; about 95 rounds of 60 s, with MILP solves by branch and
+#: bound, exact shortcuts, cached answers and evictions), recorded before the module was split.
+SIA_FINGERPRINTS = {
+    "sia": "270f7a84389b64e3",
+    "sia_lambda_a_0": "2ce6955c4c4f80c8",
+    "pollux": "76e1b31c08f15b51",
+    "sia_greedy_fallback": "324c4c1cb5ba548b",
+}
+
+
+def test_decisions_match_the_recorded_fingerprints(monkeypatch: pytest.MonkeyPatch) -> None:
+    from test_hadar import _fingerprint
+
+    sia = Sia()
+    assert _fingerprint(sia) == SIA_FINGERPRINTS["sia"]
+    # The run exercises the MILP's branch and bound, the shortcut, the cache and eviction.
+    assert sia.stats["milp_calls"] > sia.stats["lp_integral"] > 0
+    assert sia.stats["shortcuts"] > 0 and sia.stats["cache_hits"] > 0
+    assert sia.stats["evictions"] > 0
+    assert _fingerprint(Sia(lambda_a=0.0)) == SIA_FINGERPRINTS["sia_lambda_a_0"]
+    assert _fingerprint(PolluxLike()) == SIA_FINGERPRINTS["pollux"]
+    monkeypatch.setattr("hetsched.baselines.sia.solve_assignment_milp", failing_solver)
+    greedy = Sia()
+    with pytest.warns(RuntimeWarning, match="greedy fallback"):
+        assert _fingerprint(greedy) == SIA_FINGERPRINTS["sia_greedy_fallback"]
+    assert greedy.stats["solver_failures"] > 0

@@ -20,6 +20,8 @@ from hetsched.baselines.sia import (
     sia_configurations,
     solve_assignment_milp,
 )
+from hetsched.baselines.sia_cost import job_configs
+from hetsched.baselines.sia_milp import exact_shortcut
 from hetsched.resources import CONF_DIR
 from hetsched.sim.allocation import Allocation
 from hetsched.sim.catalog import gpu_type_index
@@ -208,7 +210,7 @@ def test_estimates_in_a_run_match_observed_rates() -> None:
         sim.advance(pol.decide(sim.state(60.0)), round_s=60.0)
     st = sim.state(60.0)
     pol.decide(st)  # ingests the last round's observations
-    jobs, k, n = Sia._job_configs(st)
+    jobs, k, n = job_configs(st)
     est = pol.estimator.estimate(jobs)
     got = est[np.arange(jobs.size), pol.estimator.type_pos[k], n - 1]
     np.testing.assert_allclose(got, st.last_rate[jobs], rtol=1e-9)
@@ -420,7 +422,7 @@ def test_exact_shortcut_matches_the_milp() -> None:
         gpus, tp = pol.std_n[vc], pol.estimator.type_pos[pol.std_k[vc]]
         coef = np.round(rng.uniform(-1.1, 0.3, va.size), 2)
         lb = np.zeros(va.size)
-        pick = pol._shortcut(coef, va, gpus, tp, lb, A)
+        pick = exact_shortcut(coef, va, gpus, tp, lb, A, cap)
         if pick is None:
             continue
         hits += 1

@@ -68,6 +68,10 @@ same ``min_reset_s`` throttle. A job that no up node can run (its types down, or
 GPUs up than its scale factor) is kept out of the LP with a zero row of X until its nodes return.
 Placement only uses up nodes (:class:`~hetsched.baselines.base.Placer`), and a unit with an entry
 on a node that is down gets no lease extension: it is placed afresh.
+
+Modules: the LPs are in :mod:`hetsched.baselines.gavel_lp`, the mechanism in
+:mod:`hetsched.baselines.gavel_mechanism` and the placer in :mod:`hetsched.baselines.gavel_place`;
+this module holds the policy and its Hydra schemas and re-exports the mechanism and the placer.
 """
 
 from __future__ import annotations
@@ -78,7 +82,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from hetsched.baselines.base import BasePolicy, Placer
+from hetsched.baselines.base import BasePolicy
 from hetsched.baselines.gavel_lp import (
     Combos,
     GavelSolverError,
@@ -90,6 +94,8 @@ from hetsched.baselines.gavel_lp import (
     las_allocation,
     makespan_allocation,
 )
+from hetsched.baselines.gavel_mechanism import ZERO_FRACTION_PRIORITY, RoundMechanism
+from hetsched.baselines.gavel_place import GavelPlacer
 from hetsched.sim.allocation import Allocation
 from hetsched.sim.cluster import Cluster
 from hetsched.sim.engine import SimState
@@ -100,365 +106,22 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
 
+__all__ = [
+    "GAVEL_SCHEMAS",
+    "OBJECTIVES",
+    "ZERO_FRACTION_PRIORITY",
+    "GavelAgnosticConf",
+    "GavelConf",
+    "GavelFTFConf",
+    "GavelMakespanConf",
+    "GavelPlacer",
+    "GavelPolicy",
+    "GavelSSConf",
+    "RoundMechanism",
+    "register_gavel_configs",
+]
+
 OBJECTIVES: tuple[str, ...] = ("las", "ftf", "makespan", "ss")
-#: Priority multiplier for a unit whose time fraction is 0 (Gavel's rule).
-ZERO_FRACTION_PRIORITY = 1e9
-
-
-# ---------------------------------------------------------------------- mechanism
-class RoundMechanism:
-    """Gavel's round-based mechanism (gavel.md §4): turns an allocation X into rounds.
-
-    The mechanism holds the current units ("keys": ``(job, -1)`` for a single job,
-    ``(a, b)`` with a < b for a pair; job = workload index), their allocation and the time
-    accounting. It knows GPU *types* only; node placement is the caller's job.
-
-    Args:
-        capacity: GPUs per type, (K,).
-        round_s: Round length in seconds.
-        min_reset_s: Minimum time between resets (and solves) in seconds.
-        resolve_on_arrival: Re-solve on every arrival, bypassing the throttle (quirk 8).
-
-    Attributes:
-        keys: The units of the current X.
-        members: Job indices per unit, (C, 2), -1 for none.
-        X: Allocation, (C, K).
-        runnable: Whether each unit can run on each type, (C, K).
-        scale: GPUs per unit, (C,).
-        time_so_far: Seconds per unit and type since the last reset, plus half a round, (C, K).
-        received: Seconds per unit and type since the last reset, (C, K).
-        deficit: Accumulated ``X * elapsed - received`` per unit and type, (C, K).
-        worker_time: Sum of ``time_so_far`` per type, (K,).
-        last_reset: Time of the last reset in seconds (None before the first).
-        resets: Number of resets so far.
-    """
-
-    def __init__(
-        self,
-        capacity: IntArray,
-        *,
-        round_s: float = 360.0,
-        min_reset_s: float = 1920.0,
-        resolve_on_arrival: bool = False,
-    ) -> None:
-        if round_s <= 0:
-            raise ValueError(f"round_s={round_s} must be > 0 seconds")
-        if min_reset_s < 0:
-            raise ValueError(f"min_reset_s={min_reset_s} must be >= 0 seconds")
-        self.capacity = np.asarray(capacity, dtype=np.int64)
-        self.round_s = float(round_s)
-        self.min_reset_s = float(min_reset_s)
-        self.resolve_on_arrival = bool(resolve_on_arrival)
-        K = self.capacity.shape[0]
-        self.keys: list[tuple[int, int]] = []
-        self.members = np.zeros((0, 2), dtype=np.int64)
-        self.X = np.zeros((0, K))
-        self.runnable = np.zeros((0, K), dtype=bool)
-        self.scale = np.zeros(0, dtype=np.int64)
-        self.time_so_far = np.zeros((0, K))
-        self.received = np.zeros((0, K))
-        self.deficit = np.zeros((0, K))
-        self.worker_time = np.zeros(K)
-        self.last_reset: float | None = None
-        self.resets = 0
-        self._jobs = np.zeros(0, dtype=np.int64)  # sorted jobs present in X
-
-    @property
-    def num_types(self) -> int:
-        """Number of GPU types K."""
-        return int(self.capacity.shape[0])
-
-    @property
-    def jobs(self) -> IntArray:
-        """Sorted job indices that appear in X."""
-        return self._jobs
-
-    def needs_solve(
-        self, now: float, active: IntArray, idle: bool, capacity_changed: bool = False
-    ) -> bool:
-        """Whether to reset and re-solve at the start of the round at ``now`` (seconds).
-
-        Args:
-            now: Current time in seconds.
-            active: Arrived, unfinished jobs.
-            idle: Nothing ran in the previous round.
-            capacity_changed: The GPUs of up nodes per type differ from those of the last solve
-                (a node failed or was repaired); an event like an arrival or completion.
-        """
-        active = np.asarray(active, dtype=np.int64)
-        arrived = bool((~np.isin(active, self._jobs)).any())
-        completed = bool((~np.isin(self._jobs, active)).any())
-        if not (arrived or completed or capacity_changed):
-            return False
-        if self.last_reset is None or idle:
-            return True
-        if self.resolve_on_arrival and arrived:
-            return True
-        return now - self.last_reset >= self.min_reset_s - 1e-9
-
-    def reset(
-        self,
-        now: float,
-        keys: list[tuple[int, int]],
-        X: FloatArray,
-        runnable: BoolArray,
-        scale: IntArray,
-    ) -> None:
-        """Reset the accounting at ``now`` and install a new allocation.
-
-        Deficits of units that stay are carried over (``deficit += X * elapsed - received``
-        with the old X); new units start at 0. Every unit's ``time_so_far`` becomes half a round.
-        """
-        C, K = len(keys), self.num_types
-        X = np.asarray(X, dtype=np.float64).reshape(C, K)
-        new_deficit = np.zeros((C, K))
-        if self.last_reset is not None and self.keys:
-            elapsed = now - self.last_reset
-            self.deficit += self.X * elapsed - self.received
-            old = {k: i for i, k in enumerate(self.keys)}
-            pos = np.array([old.get(k, -1) for k in keys], dtype=np.int64)
-            hit = pos >= 0
-            new_deficit[hit] = self.deficit[pos[hit]]
-        self.keys = list(keys)
-        self.members = (
-            np.array(keys, dtype=np.int64).reshape(C, 2) if C else np.zeros((0, 2), dtype=np.int64)
-        )
-        self.X = X
-        self.runnable = np.asarray(runnable, dtype=bool).reshape(C, K)
-        self.scale = np.asarray(scale, dtype=np.int64).reshape(C)
-        self.deficit = new_deficit
-        half = self.round_s / 2.0
-        self.time_so_far = np.full((C, K), half)
-        self.received = np.zeros((C, K))
-        self.worker_time = np.full(K, half * C)
-        self.last_reset = float(now)
-        self.resets += 1
-        m = self.members.reshape(-1)
-        self._jobs = np.unique(m[m >= 0])
-
-    def record(self, unit: IntArray, type_pos: IntArray, seconds: FloatArray) -> None:
-        """Add the seconds each unit ran on its type in the last round to the accounting."""
-        unit = np.asarray(unit, dtype=np.int64)
-        type_pos = np.asarray(type_pos, dtype=np.int64)
-        sec = np.asarray(seconds, dtype=np.float64)
-        np.add.at(self.time_so_far, (unit, type_pos), sec)
-        np.add.at(self.received, (unit, type_pos), sec)
-        np.add.at(self.worker_time, type_pos, sec)
-
-    def priorities(self) -> FloatArray:
-        """``X / (time_so_far / worker_time)`` per unit and type (1e9 X at fraction 0), (C, K)."""
-        wt = self.worker_time[None, :]
-        frac = np.where(wt > 0, self.time_so_far / np.where(wt > 0, wt, 1.0), 0.0)
-        pri = np.where(
-            frac > 0, self.X / np.where(frac > 0, frac, 1.0), self.X * ZERO_FRACTION_PRIORITY
-        )
-        return np.asarray(np.where((self.X > 0) & self.runnable, pri, 0.0))
-
-    def select(
-        self,
-        type_order: IntArray,
-        active: IntArray,
-        new_jobs: IntArray | None = None,
-        new_scale: IntArray | None = None,
-        new_runnable: BoolArray | None = None,
-    ) -> list[tuple[int, int]]:
-        """The greedy pass of one round.
-
-        Args:
-            type_order: Type positions in the order their lists are walked.
-            active: Arrived, unfinished jobs; units with a finished member are dropped (Gavel
-                removes a completed job from the allocation at once).
-            new_jobs: Active jobs not in X (quirk 8): ranked with priority, deficit and X 0.
-            new_scale: Their scale factors.
-            new_runnable: Whether they can run on each type, (N, K).
-
-        Returns:
-            ``(entry, type)`` pairs: ``entry`` is a unit index (< C) or ``C + i`` for
-            ``new_jobs[i]`` (which hold GPUs but are not placed).
-        """
-        C, K = len(self.keys), self.num_types
-        pri = self.priorities()
-        deficit, X, runnable = self.deficit, self.X, self.runnable
-        alive = np.asarray((np.isin(self.members, active) | (self.members < 0)).all(axis=1))
-        runnable = runnable & alive[:, None]
-        members, scale = self.members, self.scale
-        if new_jobs is not None and len(new_jobs):
-            nj = np.asarray(new_jobs, dtype=np.int64)
-            N = nj.shape[0]
-            z = np.zeros((N, K))
-            pri = np.concatenate([pri, z])
-            deficit = np.concatenate([deficit, z])
-            X = np.concatenate([X, z])
-            runnable = np.concatenate([runnable, np.asarray(new_runnable, dtype=bool)])
-            members = np.concatenate([members, np.stack([nj, np.full(N, -1)], axis=1)])
-            scale = np.concatenate([scale, np.asarray(new_scale, dtype=np.int64)])
-        free = self.capacity.copy()
-        taken: set[int] = set()
-        out: list[tuple[int, int]] = []
-        idx_all = np.arange(runnable.shape[0])
-        for j in np.asarray(type_order, dtype=np.int64).tolist():
-            if free[j] <= 0:
-                continue
-            cand = idx_all[runnable[:, j]]
-            if cand.size == 0:
-                continue
-            order = cand[np.lexsort((cand, -X[cand, j], -deficit[cand, j], -pri[cand, j]))]
-            left = int(free[j])
-            mem = members[order].tolist()
-            sc = scale[order].tolist()
-            for e, (a, b), g in zip(order.tolist(), mem, sc, strict=True):
-                if left == 0:
-                    break
-                if a in taken or (b >= 0 and b in taken) or g > left:
-                    continue
-                left -= g
-                taken.add(a)
-                if b >= 0:
-                    taken.add(b)
-                out.append((e, j))
-            free[j] = left
-        del C
-        return out
-
-
-# ---------------------------------------------------------------------- placement
-class _GavelPlacer(Placer):
-    """:class:`Placer` plus space-sharing pairs (two jobs on one GPU, one ``share`` id)."""
-
-    def __init__(self, state: SimState, keep: Allocation | None = None) -> None:
-        super().__init__(state, keep)
-        self._pair_entries: list[tuple[int, int, int, float, float, int]] = []
-        self._bulk: list[Allocation] = []
-        self._next_share = int(self.keep.share.max()) + 1 if self.keep.size else 0
-
-    def place_one_gpu_units(self, a: IntArray, b: IntArray, gpu_type: int) -> BoolArray | None:
-        """Place many 1-GPU units (singles ``b = -1`` and pairs) on ``gpu_type`` in one step.
-
-        Equivalent to placing them one by one with best fit (the node with the fewest free GPUs
-        first, then the lowest index): the GPUs are handed out node by node in that order. CPU and
-        memory are the fixed per-GPU shares capped at the request (each pair member its own).
-
-        Args:
-            a: First job of each unit, (U,).
-            b: Second job of each unit or -1, (U,).
-            gpu_type: Catalogue GPU type.
-
-        Returns:
-            Which units were placed (units beyond the free GPUs are not), or None (nothing
-            placed) if CPU or memory would not fit on some node; the caller then places the
-            units one by one.
-        """
-        st = self.state
-        cl, wl = st.cluster, st.workload
-        nodes = np.flatnonzero((cl.node_type == gpu_type) & (self.free_gpus > 0))
-        nodes = nodes[np.lexsort((nodes, self.free_gpus[nodes]))]
-        slots = np.repeat(nodes, self.free_gpus[nodes])
-        U = a.shape[0]
-        n = min(U, slots.shape[0])
-        a, b, node = a[:n], b[:n], slots[:n]
-        pair = b >= 0
-        bb = np.where(pair, b, a)
-        ca = np.minimum(wl.cpu_per_gpu[a], self._cpu_share[node])
-        ma = np.minimum(wl.mem_per_gpu[a], self._mem_share[node])
-        cb = np.where(pair, np.minimum(wl.cpu_per_gpu[bb], self._cpu_share[node]), 0.0)
-        mb = np.where(pair, np.minimum(wl.mem_per_gpu[bb], self._mem_share[node]), 0.0)
-        N = cl.num_nodes
-        need_c = np.bincount(node, weights=ca + cb, minlength=N)
-        need_m = np.bincount(node, weights=ma + mb, minlength=N)
-        floor = st.throughput.mem_floor
-        if (
-            np.any(need_c > self.free_cpus + 1e-9)
-            or np.any(need_m > self.free_mem + 1e-9)
-            or np.any(ma < floor * wl.mem_per_gpu[a] - 1e-9)
-            or np.any(pair & (mb < floor * wl.mem_per_gpu[bb] - 1e-9))
-        ):
-            return None
-        self.free_gpus -= np.bincount(node, minlength=N)
-        self.free_cpus -= need_c
-        self.free_mem -= need_m
-        self.placed.update(a.tolist())
-        self.placed.update(b[pair].tolist())
-        P = int(pair.sum())
-        sid = self._next_share + np.arange(P)
-        self._next_share += P
-        one = np.ones(n + P, dtype=np.int64)
-        first = np.full(n, -1, dtype=np.int64)
-        first[pair] = sid
-        share = np.concatenate([first, sid])
-        self._bulk.append(
-            Allocation(
-                np.concatenate([a, b[pair]]), np.concatenate([node, node[pair]]), one,
-                np.concatenate([ca, cb[pair]]), np.concatenate([ma, mb[pair]]), share,
-            )
-        )  # fmt: skip
-        placed = np.zeros(U, dtype=bool)
-        placed[:n] = True
-        return placed
-
-    def place_on_type(self, j: int, n: int, gpu_type: int) -> bool:
-        """Place job ``j`` on ``n`` GPUs of ``gpu_type``: best-fit single node, else the fewest nodes.
-
-        The caller guarantees the job's packed throughput on this type is positive, so a
-        single-node placement needs no throughput check (spread layouts go through
-        :meth:`Placer.place`, which checks).
-        """
-        if j in self.placed:
-            return False
-        cl = self.state.cluster
-        cand = np.flatnonzero((cl.node_type == gpu_type) & (self.free_gpus >= n))
-        if cand.size:
-            cand = cand[np.lexsort((cand, self.free_gpus[cand]))][:8]
-            g = np.array([n], dtype=np.int64)
-            for nd in cand.tolist():
-                if self._commit(j, np.array([nd], dtype=np.int64), g):
-                    return True
-        mask = np.zeros(len(self.state.throughput.gpu_types), dtype=bool)
-        mask[gpu_type] = True
-        return self.place(j, n, types=mask)
-
-    def place_pair(self, a: int, b: int, gpu_type: int, node: int | None = None) -> bool:
-        """Place 1-GPU jobs ``a`` and ``b`` on one GPU of ``gpu_type`` (on ``node`` if given)."""
-        if a in self.placed or b in self.placed:
-            return False
-        cl, wl = self.state.cluster, self.state.workload
-        if node is not None:
-            cand = np.array([node], dtype=np.int64)
-            if cl.node_type[node] != gpu_type or self.free_gpus[node] < 1:
-                return False
-        else:
-            if not (wl.allowed_types[a, gpu_type] and wl.allowed_types[b, gpu_type]):
-                return False
-            cand = np.flatnonzero((cl.node_type == gpu_type) & (self.free_gpus >= 1))
-            cand = cand[np.lexsort((cand, self.free_gpus[cand]))][:8]
-        one = np.ones(1, dtype=np.int64)
-        for nd in cand.tolist():
-            nodes = np.array([nd], dtype=np.int64)
-            ca, ma, ok_a = self._fit(a, nodes, one)
-            if not ok_a:
-                continue
-            self.free_cpus[nd] -= ca[0]
-            self.free_mem[nd] -= ma[0]
-            cb, mb, ok_b = self._fit(b, nodes, one)
-            if not ok_b:
-                self.free_cpus[nd] += ca[0]
-                self.free_mem[nd] += ma[0]
-                continue
-            self.free_cpus[nd] -= cb[0]
-            self.free_mem[nd] -= mb[0]
-            self.free_gpus[nd] -= 1
-            sid = self._next_share
-            self._next_share += 1
-            self._pair_entries.append((a, nd, 1, float(ca[0]), float(ma[0]), sid))
-            self._pair_entries.append((b, nd, 1, float(cb[0]), float(mb[0]), sid))
-            self.placed.update((a, b))
-            return True
-        return False
-
-    def allocation(self) -> Allocation:
-        """Exclusive entries plus the pairs."""
-        return Allocation.concat(
-            [super().allocation(), Allocation.from_entries(self._pair_entries), *self._bulk]
-        )
 
 
 # ---------------------------------------------------------------------- policy
@@ -802,7 +465,7 @@ class GavelPolicy(BasePolicy):
             cont = (self._prev_code[pos] == code) & (self._prev_type[pos] == tpos)
         self.continuations += int(cont.sum())
         self.lease_extensions += int((cont & ext).sum())
-        placer = _GavelPlacer(state, keep)
+        placer = GavelPlacer(state, keep)
         ok = ext.copy()
         scale = mech.scale[unit]
         rest = np.flatnonzero(~ext)

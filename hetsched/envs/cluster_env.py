@@ -330,7 +330,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         self.core.require_episode("ClusterParallelEnv.step()")
         if not self.agents:
             return {}, {}, {}, {}, {}
-        res, stats = self.core.decision_step_of(self._parse_actions(actions))
+        res, stats = self.core.decision_step_of(parse_actions(actions, self.possible_agents))
         return self._finish_step(stats, res)
 
     def step_allocation(
@@ -360,25 +360,6 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         self.core.take_pending_stats(stats)
         self.core.apply_allocation(alloc, stats)
         return self._finish_step(stats, None)
-
-    def _parse_actions(self, actions: Mapping[str, Any]) -> NDArray[np.int64]:
-        N = len(self.possible_agents)
-        try:
-            arr = np.asarray([actions.get(ag, 0) for ag in self.possible_agents])
-        except (TypeError, ValueError, OverflowError):
-            arr = np.zeros(0)
-        if arr.shape == (N,) and arr.dtype.kind in "iu":  # fast path: one integer per agent
-            return arr.astype(np.int64)
-        # Anything else: integral scalars are accepted, the rest is invalid (-1).
-        out = np.zeros(N, dtype=np.int64)
-        for i, ag in enumerate(self.possible_agents):
-            v = actions.get(ag, 0)
-            try:
-                fv = np.asarray(v).reshape(-1)
-                out[i] = int(fv[0]) if fv.size == 1 and float(fv[0]) == int(fv[0]) else -1
-            except (TypeError, ValueError, OverflowError):
-                out[i] = -1
-        return out
 
     def _finish_step(
         self, stats: StepStats, res: ClaimResult | None
@@ -417,42 +398,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
     def _infos(
         self, res: ClaimResult | None, stats: StepStats, parts: Mapping[str, float]
     ) -> dict[str, dict[str, Any]]:
-        core = self.core
-        mask = core.ma.mask.copy()  # a copy apart from the observations' one
-        assert core.sim is not None
-        team: dict[str, Any] = dict.fromkeys(INFO_KEYS, 0.0)  # fixes the key order
-        team.update(parts)
-        team["jobs_in_system_s"] = float(stats.jobs_s)
-        team["rounds_advanced"] = float(stats.rounds)
-        team["placed_jobs"] = float(stats.placed)
-        team["conflicts"] = float(stats.conflicts)
-        team["gang_failed"] = float(stats.gang_failed)
-        team["invalid_actions"] = float(stats.invalid)
-        team["evicted_jobs"] = float(stats.evicted)
-        team["sim_time_s"] = float(core.sim.time)
-        team["decision_step"] = float(core.decision_step)
-        team["stalled"] = float(core.stalled)
-        team["unfinished_jobs"] = float(core.unfinished_jobs)
-        team["no_progress_steps"] = float(core.no_progress_steps)
-        N = mask.shape[0]
-        # The agents' own entries, one row each: invalid, conflict, placed, legal actions.
-        own = np.zeros((4, N))
-        if res is not None:
-            own[0] = res.invalid
-            own[1] = res.conflict | res.gang_failed
-            own[2] = res.granted
-        own[3] = mask.sum(axis=1)
-        # Per agent, a copy of the team values with the agent's own entries written in place.
-        out: dict[str, dict[str, Any]] = {}
-        for a, (i_, c_, g_, n_), m_ in zip(self.possible_agents, own.T.tolist(), mask, strict=True):
-            d = team.copy()
-            d["invalid_action"] = i_
-            d["conflict"] = c_
-            d["placed"] = g_
-            d["num_legal_actions"] = n_
-            d["action_mask"] = m_
-            out[a] = d
-        return out
+        return agent_infos(self.core, self.possible_agents, res, stats, parts)
 
     def state(self) -> NDArray[np.float32]:
         """Global state for centralised critics (flat float32, in ``state_space``)."""
@@ -498,6 +444,87 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
             print(render_core(self.core, "ansi"))
             return None
         return render_core(self.core, m)
+
+
+def parse_actions(actions: Mapping[str, Any], agents: list[str]) -> NDArray[np.int64]:
+    """The agents' actions as one integer per agent, in ``agents`` order.
+
+    A missing action is the no-op 0; a value that is not one integral scalar becomes -1
+    (invalid).
+    """
+    N = len(agents)
+    try:
+        arr = np.asarray([actions.get(ag, 0) for ag in agents])
+    except (TypeError, ValueError, OverflowError):
+        arr = np.zeros(0)
+    if arr.shape == (N,) and arr.dtype.kind in "iu":  # fast path: one integer per agent
+        return arr.astype(np.int64)
+    # Anything else: integral scalars are accepted, the rest is invalid (-1).
+    out = np.zeros(N, dtype=np.int64)
+    for i, ag in enumerate(agents):
+        v = actions.get(ag, 0)
+        try:
+            fv = np.asarray(v).reshape(-1)
+            out[i] = int(fv[0]) if fv.size == 1 and float(fv[0]) == int(fv[0]) else -1
+        except (TypeError, ValueError, OverflowError):
+            out[i] = -1
+    return out
+
+
+def agent_infos(
+    core: EnvCore,
+    agents: list[str],
+    res: ClaimResult | None,
+    stats: StepStats,
+    parts: Mapping[str, float],
+) -> dict[str, dict[str, Any]]:
+    """Per-agent infos of a step: the team values plus each agent's own entries.
+
+    Args:
+        core: The env's core after the step.
+        agents: Agent names in node order.
+        res: The step's claim resolution (None at reset and for an allocation action).
+        stats: The step's counters.
+        parts: The step's reward components.
+
+    Returns:
+        ``{agent: info}`` with the keys of :data:`INFO_KEYS` and the agent's action mask.
+    """
+    mask = core.ma.mask.copy()  # a copy apart from the observations' one
+    assert core.sim is not None
+    team: dict[str, Any] = dict.fromkeys(INFO_KEYS, 0.0)  # fixes the key order
+    team.update(parts)
+    team["jobs_in_system_s"] = float(stats.jobs_s)
+    team["rounds_advanced"] = float(stats.rounds)
+    team["placed_jobs"] = float(stats.placed)
+    team["conflicts"] = float(stats.conflicts)
+    team["gang_failed"] = float(stats.gang_failed)
+    team["invalid_actions"] = float(stats.invalid)
+    team["evicted_jobs"] = float(stats.evicted)
+    team["sim_time_s"] = float(core.sim.time)
+    team["decision_step"] = float(core.decision_step)
+    team["stalled"] = float(core.stalled)
+    team["unfinished_jobs"] = float(core.unfinished_jobs)
+    team["no_progress_steps"] = float(core.no_progress_steps)
+    N = mask.shape[0]
+    # The agents' own entries, one row each: invalid, conflict, placed, legal actions.
+    own = np.zeros((4, N))
+    if res is not None:
+        own[0] = res.invalid
+        own[1] = res.conflict | res.gang_failed
+        own[2] = res.granted
+    own[3] = mask.sum(axis=1)
+    # Per agent, a copy of the team values with the agent's own entries written in place.
+    out: dict[str, dict[str, Any]] = {}
+    for a, (i_, c_, g_, n_), m_ in zip(agents, own.T.tolist(), mask, strict=True):
+        d = team.copy()
+        d["invalid_action"] = i_
+        d["conflict"] = c_
+        d["placed"] = g_
+        d["num_legal_actions"] = n_
+        d["action_mask"] = m_
+        out[a] = d
+    return out
 
 
 def render_core(core: EnvCore, mode: str) -> str | NDArray[np.uint8]:

@@ -20,6 +20,8 @@ from hetsched.baselines.sia import (
     sia_configurations,
     solve_assignment_milp,
 )
+from hetsched.baselines.sia_cost import job_configs
+from hetsched.baselines.sia_milp import exact_shortcut
 from hetsched.resources import CONF_DIR
 from hetsched.sim.allocation import Allocation
 from hetsched.sim.catalog import gpu_type_index
@@ -208,7 +210,7 @@ def test_estimates_in_a_run_match_observed_rates() -> None:
         sim.advance(pol.decide(sim.state(60.0)), round_s=60.0)
     st = sim.state(60.0)
     pol.decide(st)  # ingests the last round's observations
-    jobs, k, n = Sia._job_configs(st)
+    jobs, k, n = job_configs(st)
     est = pol.estimator.estimate(jobs)
     got = est[np.arange(jobs.size), pol.estimator.type_pos[k], n - 1]
     np.testing.assert_allclose(got, st.last_rate[jobs], rtol=1e-9)
@@ -420,7 +422,7 @@ def test_exact_shortcut_matches_the_milp() -> None:
         gpus, tp = pol.std_n[vc], pol.estimator.type_pos[pol.std_k[vc]]
         coef = np.round(rng.uniform(-1.1, 0.3, va.size), 2)
         lb = np.zeros(va.size)
-        pick = pol._shortcut(coef, va, gpus, tp, lb, A)
+        pick = exact_shortcut(coef, va, gpus, tp, lb, A, cap)
         if pick is None:
             continue
         hits += 1
@@ -624,3 +626,32 @@ def test_capacity_change_updates_the_kept_model_in_place() -> None:
     # Same jobs and valid set every time: one model build, then bound/RHS updates only.
     assert pol.stats["model_rebuilds"] == 1 and pol.stats["model_reuses"] == 3
     assert pol.stats["cache_hits"] == 0  # a capacity change invalidates the cached answer
+
+
+#: Sia's allocations on the scenario of ``test_hadar._fingerprint`` (Sia's 64-GPU mix, 96 elastic
+#: Philly jobs arriving within 600 s; about 95 rounds of 60 s, with MILP solves by branch and
+#: bound, exact shortcuts, cached answers and evictions), recorded before the module was split.
+SIA_FINGERPRINTS = {
+    "sia": "270f7a84389b64e3",
+    "sia_lambda_a_0": "2ce6955c4c4f80c8",
+    "pollux": "76e1b31c08f15b51",
+    "sia_greedy_fallback": "324c4c1cb5ba548b",
+}
+
+
+def test_decisions_match_the_recorded_fingerprints(monkeypatch: pytest.MonkeyPatch) -> None:
+    from test_hadar import _fingerprint
+
+    sia = Sia()
+    assert _fingerprint(sia) == SIA_FINGERPRINTS["sia"]
+    # The run exercises the MILP's branch and bound, the shortcut, the cache and eviction.
+    assert sia.stats["milp_calls"] > sia.stats["lp_integral"] > 0
+    assert sia.stats["shortcuts"] > 0 and sia.stats["cache_hits"] > 0
+    assert sia.stats["evictions"] > 0
+    assert _fingerprint(Sia(lambda_a=0.0)) == SIA_FINGERPRINTS["sia_lambda_a_0"]
+    assert _fingerprint(PolluxLike()) == SIA_FINGERPRINTS["pollux"]
+    monkeypatch.setattr("hetsched.baselines.sia.solve_assignment_milp", failing_solver)
+    greedy = Sia()
+    with pytest.warns(RuntimeWarning, match="greedy fallback"):
+        assert _fingerprint(greedy) == SIA_FINGERPRINTS["sia_greedy_fallback"]
+    assert greedy.stats["solver_failures"] > 0

@@ -202,6 +202,8 @@ class Simulator(RoundStepper, AllocationChecks, RateModel):
         self.node_up = np.ones(self.cluster.num_nodes, dtype=bool)
         self._next_arrival = 0  # index of the first job not yet admitted
         self._active_lo = 0  # all jobs before this index are done
+        self._running = np.zeros(0, dtype=np.int64)  # jobs that ran in the last step (ascending)
+        self._n_finished = 0  # jobs done so far (the active ones: admitted, not finished)
         self._idle_rounds = 0
         self._timeline: list[tuple[float, ...]] = []
         self._types_present = self.cluster.types_present

@@ -62,6 +62,8 @@ class RoundStepper:
     _active_lo: int
     _idle_rounds: int
     _timeline: list[tuple[float, ...]]
+    _running: NDArray[np.int64]
+    _n_finished: int
     _types_present: NDArray[np.int64]
 
     if TYPE_CHECKING:  # provided by the simulator and its other mixins
@@ -105,7 +107,7 @@ class RoundStepper:
         rs = _positive_seconds(self.config.round_s if round_s is None else round_s, "round_s")
         self.validate(alloc)
         t0 = self.time
-        active = self.active_jobs()  # arrived, unfinished jobs at t0 (ascending)
+        n_active = self._next_arrival - self._n_finished  # arrived, unfinished jobs at t0
         ck = self.config.checkpoint
         if alloc.size:
             g = group_by_job(alloc)
@@ -119,7 +121,7 @@ class RoundStepper:
             rate = iso = np.zeros(0)
             g_run = _NO_JOBS
             new_sig = np.zeros(0, dtype=np.uint64)
-        restarted, preempted = self._restarts(active, run_idx, new_sig, t0)
+        restarted, preempted = self._restarts(run_idx, new_sig, t0)
         n_rounds = self._rounds_at_once(run_idx, rate, rs, t0, max_rounds)
         dt = rs * n_rounds
         window, failed = self._windows(alloc, g, run_idx, t0, dt)
@@ -156,8 +158,9 @@ class RoundStepper:
         self.effective_gpu_s[run_idx] += (held - busy) * g_run * np.minimum(eff, 1.0)
 
         # Jobs-in-system integral over [t0, t0 + dt] (all active jobs were admitted by t0).
-        in_sys = np.full(active.shape[0], dt)
+        in_sys = np.full(n_active, dt)
         if fin_idx.size:
+            active = self.active_jobs()  # ascending, as the positions of the sum's terms
             in_sys[np.searchsorted(active, fin_idx)] = self.finish_time[fin_idx] - t0
 
         # Status updates.
@@ -170,15 +173,17 @@ class RoundStepper:
         last[run_idx] = np.where(stopped, 0.0, rate)
         self.last_rate = last
         self.sig[run_idx] = new_sig
+        self._running = run_idx[~stopped]
+        self._n_finished += int(fin_idx.size)
         if g is not None and (fin_idx.size or fail_idx.size):
             self.current = alloc.select(~stopped[g.row])  # finished or failed: no longer placed
         else:
             self.current = alloc
 
         if self.config.record_timeline:
-            self._record(alloc, gtype, t0, dt, run_idx.size, active.size)
-        self._check_idle(run_idx.size, active, n_rounds)
-        self._next_round(t0 + dt, n_rounds, active.size - fin_idx.size)
+            self._record(alloc, gtype, t0, dt, run_idx.size, n_active)
+        self._check_idle(run_idx.size, n_active, n_rounds)
+        self._next_round(t0 + dt, n_rounds, n_active - fin_idx.size)
         return RoundRecord(
             t0=t0,
             dt=dt,
@@ -191,7 +196,6 @@ class RoundStepper:
 
     def _restarts(
         self,
-        active: NDArray[np.int64],
         run_idx: NDArray[np.int64],
         new_sig: NDArray[np.uint64],
         t0: float,
@@ -202,7 +206,7 @@ class RoundStepper:
         restart (its model's delay); a (re)start or a preemption saves/loads a checkpoint.
         """
         st = self.status
-        prev_run = active[st[active] == RUNNING]
+        prev_run = self._running
         if prev_run.size == 0:
             preempted = _NO_JOBS
         elif run_idx.size == 0:
@@ -357,15 +361,16 @@ class RoundStepper:
              float(alloc.cpus.sum()), float(alloc.mem.sum()), *by_type.tolist())
         )  # fmt: skip
 
-    def _check_idle(self, n_running: int, active: NDArray[np.int64], n_rounds: int) -> None:
+    def _check_idle(self, n_running: int, n_active: int, n_rounds: int) -> None:
         """Count rounds with waiting jobs and nothing running; raise past the limit.
 
         Raises:
             SimulationStalledError: After ``config.max_idle_rounds`` such rounds in a row.
         """
-        if n_running == 0 and active.size > 0:
+        if n_running == 0 and n_active > 0:
             self._idle_rounds += n_rounds
             if self._idle_rounds > self.config.max_idle_rounds:
+                active = self.active_jobs()
                 ids = [str(self.workload.job_id[j]) for j in active[:5]]
                 raise SimulationStalledError(
                     f"no job has run for {self._idle_rounds} rounds while {active.size} jobs wait "

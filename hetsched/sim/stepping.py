@@ -1,9 +1,11 @@
 """One engine step: :meth:`RoundStepper.advance` (a mixin of :class:`~hetsched.sim.engine.Simulator`).
 
 The round rules are documented in :mod:`hetsched.sim.engine`. The per-round work runs over the
-allocation's entries and its running jobs (shape (E,) and (R,)), plus the arrived, unfinished
-jobs for the jobs-in-system integral; the only (J,) work is the fresh ``last_rate`` array that
-the next :class:`~hetsched.sim.state.SimState` hands out.
+allocation's entries and its running jobs (shape (E,) and (R,)); the jobs that ran in the
+previous step and the number of finished jobs are kept between calls instead of being found in
+the (J,) status array. What still touches (J,) arrays: the fresh ``last_rate`` array that the
+next :class:`~hetsched.sim.state.SimState` hands out, and, in a step where a job finishes, the
+scan of the arrived jobs for the jobs-in-system integral.
 """
 
 from __future__ import annotations

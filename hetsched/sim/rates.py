@@ -88,30 +88,40 @@ class RateModel:
         return a.size > 0 and int(np.bincount(a.job).max()) == 1
 
     def _job_layout(
-        self, a: Allocation, one_per_job: bool = False
+        self, a: Allocation, one_per_job: bool = False, groups: JobGroups | None = None
     ) -> tuple[NDArray[np.int64], NDArray[np.bool_] | np.bool_]:
         """Per entry: the job's total GPUs and whether the job is spread over extra nodes.
 
         The spread flag is one scalar False when every job has one entry (it broadcasts).
+        ``groups`` (:func:`group_by_job` of ``a``), when given, gives the same integers from
+        per-job reductions over the sorted entries instead of (J,) arrays.
         """
         if one_per_job:  # a job on one node is never spread
             return a.gpus, np.False_
-        J = self.workload.num_jobs
-        total = np.bincount(a.job, weights=a.gpus, minlength=J).astype(np.int64)
-        n_nodes = np.bincount(a.job, minlength=J)
-        biggest = np.zeros(J, dtype=np.int64)
-        np.maximum.at(biggest, a.job, self.cluster.node_gpus[a.node])
+        if groups is not None and groups.starts is not None:
+            o, st, row = groups.order, groups.starts, groups.row
+            total = np.add.reduceat(a.gpus[o], st)
+            n_nodes = np.diff(st, append=a.size)
+            biggest = np.maximum.reduceat(self.cluster.node_gpus[a.node[o]], st)
+        else:
+            J = self.workload.num_jobs
+            row = a.job
+            total = np.bincount(a.job, weights=a.gpus, minlength=J).astype(np.int64)
+            n_nodes = np.bincount(a.job, minlength=J)
+            biggest = np.zeros(J, dtype=np.int64)
+            np.maximum.at(biggest, a.job, self.cluster.node_gpus[a.node])
         need = -(-total // np.maximum(biggest, 1))
         spread = n_nodes > need
-        return total[a.job], spread[a.job]
+        return total[row], spread[row]
 
     def _entry_base_rate(
         self,
         a: Allocation,
         one_per_job: bool = False,
         model: NDArray[np.int64] | None = None,
+        groups: JobGroups | None = None,
     ) -> NDArray[np.float64]:
-        total, spread = self._job_layout(a, one_per_job)
+        total, spread = self._job_layout(a, one_per_job, groups)
         k = self.cluster.node_type[a.node]
         m = self.workload.model[a.job] if model is None else model
         base = self.tm.isolated(m, k, total, spread)
@@ -160,11 +170,11 @@ class RateModel:
         return np.minimum(factor, 1.0)
 
     def _entry_rates(
-        self, a: Allocation, one_per_job: bool
+        self, a: Allocation, one_per_job: bool, groups: JobGroups | None = None
     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Per entry: the progress rate (work units/s) and the isolated rate, shape (E,) each."""
         model = self.workload.model[a.job]
-        base = self._entry_base_rate(a, one_per_job, model)
+        base = self._entry_base_rate(a, one_per_job, model, groups)
         cpu_ratio, mem_ratio = self._resource_ratios(a, one_per_job)
         phi = self.tm.phi(model, cpu_ratio, mem_ratio)
         return base * phi * self._interference(a), base
@@ -210,7 +220,7 @@ class RateModel:
         Returns:
             ``(rate, iso, gpus, sig)``, each shape (R,) (float64, float64, int64, uint64).
         """
-        entry_rate, base = self._entry_rates(a, g.starts is None)
+        entry_rate, base = self._entry_rates(a, g.starts is None, g)
         h = self._entry_hashes(a)
         if g.starts is None:  # one entry per job: reorder the entries into job order
             o = g.order

@@ -135,7 +135,8 @@ class RoundStepper:
         work_time = window - busy
         need_time = rem / rate
         finishes = need_time <= work_time + 1e-9
-        failed &= ~finishes
+        if self.failures is not None:
+            failed &= ~finishes
         held = np.where(finishes, busy + need_time, window)
         progress = np.where(finishes, rem, rate * work_time)
         self.delay_left[run_idx] = delay - busy
@@ -169,8 +170,9 @@ class RoundStepper:
         self.status[preempted] = PENDING
         self.status[run_idx] = RUNNING
         self.status[fin_idx] = DONE
-        self.status[fail_idx] = PENDING
-        stopped = finishes | failed
+        if fail_idx.size:
+            self.status[fail_idx] = PENDING
+        stopped = finishes | failed if self.failures is not None else finishes
         last = np.zeros(self.workload.num_jobs)  # a fresh array: earlier snapshots keep theirs
         last[run_idx] = np.where(stopped, 0.0, rate)
         self.last_rate = last

@@ -21,6 +21,7 @@ from hetsched.sim.state import FUTURE, PENDING, RUNNING
 
 if TYPE_CHECKING:
     from hetsched.sim.cluster import Cluster
+    from hetsched.sim.rates import JobGroups
     from hetsched.sim.throughput import ThroughputModel
     from hetsched.sim.workload import Workload
 
@@ -42,7 +43,11 @@ class AllocationChecks:
     if TYPE_CHECKING:  # provided by hetsched.sim.rates.RateModel
 
         def _entry_base_rate(
-            self, a: Allocation, one_per_job: bool = False, model: NDArray[np.int64] | None = None
+            self,
+            a: Allocation,
+            one_per_job: bool = False,
+            model: NDArray[np.int64] | None = None,
+            groups: JobGroups | None = None,
         ) -> NDArray[np.float64]: ...
 
         def _resource_ratios(

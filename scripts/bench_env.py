@@ -24,7 +24,9 @@ workload of :mod:`hetsched.envs.testing`. Episodes restart when they end.
 ``--breakdown`` adds, for the multi-agent env, the inclusive wall time per step of the main
 functions of a step (the engine round, the masks, the observation, the claims, ...), measured
 with timers around each call (so the step itself runs a little slower); a function called from
-another one counts in both, and time spent inside episode resets is left out.
+another one counts in both, and time spent inside episode resets is left out. ``--cpu`` times
+them in this process's CPU time instead of wall time (less sensitive to other load on a shared
+machine).
 
 Usage::
 
@@ -78,13 +80,14 @@ class _Timed:
         sim.advance = advance
 
 
-#: (module, class, method) timed by ``--breakdown``.
+#: (module, class, method) timed by ``--breakdown`` (those the code under test lacks are skipped).
 BREAKDOWN: tuple[tuple[str, str, str], ...] = (
     ("hetsched.envs.cluster_env", "ClusterParallelEnv", "step"),
     ("hetsched.envs.core", "EnvCore", "resolve_claims"),
     ("hetsched.envs.core", "EnvCore", "end_decision"),
     ("hetsched.sim.engine", "Simulator", "advance"),
     ("hetsched.sim.engine", "Simulator", "job_rates"),
+    ("hetsched.sim.engine", "Simulator", "running_rates"),
     ("hetsched.envs.core", "EnvCore", "_start_round"),
     ("hetsched.envs.core", "EnvCore", "refresh"),
     ("hetsched.envs.features", "FeatureBuilder", "masks"),
@@ -95,9 +98,14 @@ BREAKDOWN: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def breakdown(cluster: str, steps: int, jobs: int, seed: int = 0) -> dict[str, float]:
-    """Inclusive microseconds per env step of the functions in :data:`BREAKDOWN`."""
+def breakdown(
+    cluster: str, steps: int, jobs: int, seed: int = 0, cpu: bool = False
+) -> dict[str, float]:
+    """Inclusive microseconds per env step of the functions in :data:`BREAKDOWN` (wall time, or
+    this process's CPU time with ``cpu``)."""
     import importlib
+
+    clock = time.process_time if cpu else time.perf_counter
 
     from hetsched.envs.cluster_env import ClusterParallelEnv as Env
 
@@ -117,17 +125,19 @@ def breakdown(cluster: str, steps: int, jobs: int, seed: int = 0) -> dict[str, f
     Env.reset = reset  # type: ignore[method-assign]
     for mod, cls_name, meth in BREAKDOWN:
         cls = getattr(importlib.import_module(mod), cls_name)
-        f = getattr(cls, meth)
+        f = getattr(cls, meth, None)
+        if f is None:  # a method the code under test does not have (another revision)
+            continue
         originals.append((cls, meth, f))
         key = f"{cls_name}.{meth}"
 
         def timed(*a: Any, _f: Any = f, _k: str = key, **k: Any) -> Any:
-            t = time.perf_counter()
+            t = clock()
             try:
                 return _f(*a, **k)
             finally:
                 if not in_reset[0]:
-                    acc[_k] = acc.get(_k, 0.0) + time.perf_counter() - t
+                    acc[_k] = acc.get(_k, 0.0) + clock() - t
                     calls[_k] = calls.get(_k, 0) + 1
 
         setattr(cls, meth, timed)
@@ -250,6 +260,11 @@ def main() -> None:
         "--breakdown", action="store_true", help="also time the main functions of a step"
     )
     ap.add_argument(
+        "--cpu",
+        action="store_true",
+        help="--breakdown in CPU time of this process (less sensitive to other load)",
+    )
+    ap.add_argument(
         "--numpy", action="store_true", help="use the numpy path, not the compiled kernels"
     )
     args = ap.parse_args()
@@ -265,7 +280,7 @@ def main() -> None:
         out[f"parallel_{cl}"] = bench_parallel(cl, args.steps, args.jobs)
         out[f"central_{cl}"] = bench_central(cl, args.steps, args.jobs)
         if args.breakdown:
-            out[f"breakdown_{cl}"] = breakdown(cl, args.steps, args.jobs)
+            out[f"breakdown_{cl}"] = breakdown(cl, args.steps, args.jobs, cpu=args.cpu)
     out["load_avg_1m_end"] = os.getloadavg()[0]
     for k, v in out.items():
         if isinstance(v, dict):

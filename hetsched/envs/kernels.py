@@ -113,9 +113,11 @@ def _mask_py(
     Lm = mpg.shape[2]
     A1 = g.shape[1]
     LcLm = Lc * Lm
+    Lg = A1 // LcLm
     s0 = Lm + 1  # start of the packed-throughput flags in b, then the spread ones
     cap = np.empty((N, K, LcLm))  # GPUs that fit at each (CPU, memory) level pair
     type_cap = np.zeros((num_groups, K, LcLm))
+    cap_m = np.empty(Lm)  # the memory levels' capacities of one (node, slot)
     for n in range(N):
         fg = float(free_g[n])
         p = group[n]
@@ -125,6 +127,8 @@ def _mask_py(
             for m in range(Lm):
                 mpg[n, k, m] = f[n, j, Lc + m]
                 mem_ok[n, k, m] = b[n, j, m]
+                mo = 1.0 if b[n, j, m] else 0.0
+                cap_m[m] = np.floor(free_m[n] / f[n, j, Lc + m] + EPS) * mo
             for c in range(Lc):
                 cpg[n, k, c] = f[n, j, c]
                 cc = np.floor(free_c[n] / f[n, j, c] + EPS)
@@ -132,8 +136,7 @@ def _mask_py(
                     cc = fg
                 cc = cc * ok
                 for m in range(Lm):
-                    mo = 1.0 if b[n, j, m] else 0.0
-                    cm = np.floor(free_m[n] / f[n, j, Lc + m] + EPS) * mo
+                    cm = cap_m[m]
                     v = cm if cm < cc else cc  # np.minimum (no NaN: amounts are > 0)
                     cap[n, k, c * Lm + m] = v
                     type_cap[p, k, c * Lm + m] += v  # integer-valued: any order is exact
@@ -142,27 +145,34 @@ def _mask_py(
         p = group[n]
         for k in range(K):
             j = w[k]
-            sk = slot_ok[k]
-            any_legal = False
             base = 1 + k * A1
-            for a in range(A1):
-                i = a % LcLm
-                need = g[j, a]
-                v = cap[n, k, i]
-                fit = v >= need
-                one = fit and sk and b[n, j, s0 + a]
-                spread = (
-                    (not fit)
-                    and type_cap[p, k, i] >= need
-                    and v >= 1.0
-                    and sk
-                    and b[n, j, s0 + A1 + a]
-                )
-                ok1 = one or spread
-                legal[n, k, a] = ok1
-                single[n, k, a] = one
-                mask[n, base + a] = 1 if ok1 else 0
-                any_legal = any_legal or ok1
+            if not slot_ok[k]:  # an empty slot: nothing is legal
+                for a in range(A1):
+                    legal[n, k, a] = False
+                    single[n, k, a] = False
+                    mask[n, base + a] = 0
+                fits_any[n, k] = False
+                continue
+            any_legal = False
+            for lg in range(Lg):
+                a0 = lg * LcLm
+                need = g[j, a0]  # the GPU count depends on the GPU level only
+                for i in range(LcLm):
+                    a = a0 + i
+                    v = cap[n, k, i]
+                    fit = v >= need
+                    one = fit and b[n, j, s0 + a]
+                    spread = (
+                        (not fit)
+                        and type_cap[p, k, i] >= need
+                        and v >= 1.0
+                        and b[n, j, s0 + A1 + a]
+                    )
+                    ok1 = one or spread
+                    legal[n, k, a] = ok1
+                    single[n, k, a] = one
+                    mask[n, base + a] = 1 if ok1 else 0
+                    any_legal = any_legal or ok1
             fits_any[n, k] = any_legal
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import hetsched.envs.features as features_mod
+import hetsched.envs.masks as masks_mod
 from hetsched.envs import ClusterParallelEnv
 from hetsched.envs.testing import masked_random_actions, synthetic_workload
 
@@ -39,7 +40,7 @@ def test_per_job_static_masks_equal_direct_masks(
         fast = fb.masks(*args)
         assert fb._per_job_cache is not None and fb._per_job_cache[1] is not None
         with monkeypatch.context() as m:
-            m.setattr(features_mod, "PER_JOB_STATIC_MAX_BYTES", 0)
+            m.setattr(masks_mod, "PER_JOB_STATIC_MAX_BYTES", 0)  # where the masks read it
             fb._static_cache = None
             fb._per_job_cache = None
             slow = fb.masks(*args)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import data_equivalence
 
-from hetsched.envs import ClusterParallelEnv, features, kernels
+from hetsched.envs import ClusterParallelEnv, features, kernels, masks
 from hetsched.envs.testing import masked_random_actions, small_env_kwargs
 
 pytest.importorskip("numba")
@@ -99,7 +99,7 @@ def test_kernels_match_numpy_in_lockstep(monkeypatch: pytest.MonkeyPatch, kw: An
 
 def test_mask_kernel_without_the_per_job_table(monkeypatch: pytest.MonkeyPatch) -> None:
     """Above PER_JOB_STATIC_MAX_BYTES the window's parts are built per window: same masks."""
-    monkeypatch.setattr(features, "PER_JOB_STATIC_MAX_BYTES", 0)
+    monkeypatch.setattr(masks, "PER_JOB_STATIC_MAX_BYTES", 0)  # where the masks read it
     fast, ref = _pair(monkeypatch, **small_env_kwargs(num_jobs=24))
     assert _lockstep(fast, ref, steps=150, seed=5) > 0
     assert fast.core.features._per_job_static(fast.core.jt, fast.core.wl) is None

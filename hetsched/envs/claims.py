@@ -1,0 +1,258 @@
+"""Conflict resolution of a decision step (a mixin of :class:`~hetsched.envs.core.EnvCore`).
+
+The rules (one winner per job among the claimants that host it alone, else a same-type gang)
+are documented in :mod:`hetsched.envs.core`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from hetsched.envs.core_state import EPS, ClaimResult, CoreState, StepStats
+from hetsched.sim.cluster import Cluster
+
+
+def fill_gang(
+    nodes: NDArray[np.int64], room: NDArray[np.int64], G: int
+) -> tuple[NDArray[np.int64], NDArray[np.int64]] | None:
+    """``G`` GPUs over the fewest of ``nodes``, largest ``room`` (GPUs that fit) first.
+
+    Ties go to the lower node index; the last node takes only what is still needed.
+
+    Returns:
+        ``(nodes, gpus per node)``, or None if the rooms add up to fewer than ``G``.
+    """
+    order = np.lexsort((nodes, -room))
+    keep = room[order] > 0
+    use_all, cap = nodes[order][keep], room[order][keep]
+    cum = np.cumsum(cap)
+    if cum.size == 0 or cum[-1] < G:
+        return None
+    cnt = int(np.searchsorted(cum, G) + 1)
+    g = cap[:cnt].copy()
+    g[-1] -= int(cum[cnt - 1] - G)
+    return use_all[:cnt], g
+
+
+def is_spread(cluster: Cluster, nodes: NDArray[np.int64], G: int) -> bool:
+    """A job of ``G`` GPUs on ``nodes`` uses more nodes than the fewest that could hold it."""
+    return nodes.size > -(-G // int(cluster.node_gpus[nodes].max()))
+
+
+class ClaimResolver(CoreState):
+    """Placement claims and evictions of one decision step, and the central placement."""
+
+    def _commit(
+        self,
+        j: int,
+        nodes: NDArray[np.int64],
+        gpus: NDArray[np.int64],
+        cpus: NDArray[np.float64],
+        mem: NDArray[np.float64],
+    ) -> None:
+        self._add_entries(np.full(nodes.shape[0], j, dtype=np.int64), nodes, gpus, cpus, mem)
+
+    def _gang(
+        self,
+        k: int,
+        members: NDArray[np.int64],
+        lg: int,
+        lc: int,
+        lm: int,
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64]] | None:
+        """Fill a gang for slot ``k`` from ``members`` (one GPU type) at the given levels.
+
+        Returns:
+            ``(nodes, gpus)`` of the gang, or None if it cannot be filled.
+        """
+        assert self.jt is not None and self.wl is not None
+        j = int(self.window[k])
+        G = int(self.jt.gpu_count[j, lg])
+        ma = self.ma
+        cpg = ma.cpu_per_gpu[members, k, lc]
+        mpg = ma.mem_per_gpu[members, k, lm]
+        cap = np.minimum(
+            self.free_g[members],
+            np.minimum(
+                np.floor(self.free_c[members] / cpg + EPS),
+                np.floor(self.free_m[members] / mpg + EPS),
+            ),
+        ).astype(np.int64)
+        cap = np.where(ma.mem_ok[members, k, lm], cap, 0)
+        out = fill_gang(members, cap, G)
+        if out is None:
+            return None
+        use, g = out
+        spread = is_spread(self.cluster, use, G)
+        t = int(self.cluster.node_type[use[0]])
+        if not bool(self.jt.tput_ok[j, t, lg, int(spread)]):
+            return None
+        return use, g
+
+    def decision_step_of(self, actions: NDArray[np.int64]) -> tuple[ClaimResult, StepStats]:
+        """One decision step of per-node actions, as every multi-agent env takes it.
+
+        Resolves the claims and evictions (:meth:`resolve_claims`), counts them into a fresh
+        :class:`StepStats` (with what happened since the last step, e.g. during reset) and
+        closes the step (:meth:`end_decision`: a step that placed or evicted keeps the round
+        going).
+
+        Args:
+            actions: One flat action per node, shape (N,).
+
+        Returns:
+            The per-agent outcome and the step's counts and reward inputs.
+        """
+        stats = StepStats()
+        self.take_pending_stats(stats)
+        res, placed = self.resolve_claims(actions)
+        stats.placed = placed
+        stats.invalid = int(np.count_nonzero(res.invalid))
+        stats.conflicts = int(np.count_nonzero(res.conflict))
+        stats.gang_failed = int(np.count_nonzero(res.gang_failed))
+        stats.evicted = res.evicted_jobs
+        self.end_decision(placed > 0 or res.evicted_jobs > 0, stats)
+        return res, stats
+
+    def resolve_claims(self, actions: NDArray[np.int64]) -> tuple[ClaimResult, int]:
+        """Resolve one decision step of per-node actions (see the module docstring).
+
+        Claims are resolved first, then evictions (preemptive envs only; their count is
+        ``ClaimResult.evicted_jobs``).
+
+        Args:
+            actions: One flat action per node, shape (N,); out-of-range values are invalid.
+
+        Returns:
+            The per-agent outcome and the number of jobs placed.
+        """
+        N = self.N
+        a = np.asarray(actions, dtype=np.int64)
+        in_range = (a >= 0) & (a < self.n_actions)
+        a_safe = np.where(in_range, a, 0)
+        legal = in_range & (self.ma.mask[self._arange_n, a_safe] == 1)
+        flags = np.zeros((4, N), dtype=bool)  # one allocation for the four outcome rows
+        res = ClaimResult(
+            invalid=~legal, granted=flags[0], conflict=flags[1], gang_failed=flags[2],
+            evicted=flags[3],
+        )  # fmt: skip
+        claim = legal & (a_safe > 0) & (a_safe < self.n_place)
+        placed = self._claims(claim, a_safe, res) if claim.any() else 0
+        ev = legal & (a_safe >= self.n_place)
+        if ev.any():
+            agents = ev.nonzero()[0]
+            res.evicted_jobs = self._evict(agents, a_safe[agents] - self.n_place)
+            res.evicted[agents] = True
+        if placed or res.evicted_jobs:
+            self.refresh()
+        return res, placed
+
+    def _claims(self, claim: NDArray[np.bool_], a_safe: NDArray[np.int64], res: ClaimResult) -> int:
+        """Resolve the legal placement claims ``claim`` (N,) of actions ``a_safe`` into ``res``;
+        returns the number of jobs placed (the caller refreshes the masks)."""
+        assert self.jt is not None
+        N = self.N
+        agents = claim.nonzero()[0]
+        a_claim = a_safe[agents]
+        ks, lgs, lcs, lms = self.codec.decode_legal(a_claim)
+        jt, ma = self.jt, self.ma
+        jobs = self.window[ks]
+        G = jt.gpu_count[jobs, lgs]
+        # 1) Jobs with at least one claimant that hosts them alone: one winner per job.
+        single = ma.single.reshape(N, -1)[agents, a_claim - 1]  # same flat order as the codec
+        placed = 0
+        si = single.nonzero()[0]
+        won = np.zeros(self.K, dtype=bool)
+        if si.size:
+            rule = self.cfg.conflict_rule
+            if rule == "best_fit":
+                score = self.free_g[agents[si]] - G[si]
+            elif rule == "most_free":
+                score = -self.free_g[agents[si]]
+            else:
+                score = np.zeros(si.size, dtype=np.int64)
+            order = np.lexsort((agents[si], score, ks[si]))
+            sk = ks[si][order]
+            first = np.ones(sk.size, dtype=bool)
+            first[1:] = sk[1:] != sk[:-1]
+            win = si[order[first]]  # one claim per job, in window order
+            nodes = agents[win]
+            kw = ks[win]
+            g = G[win]
+            cpus = g * ma.cpu_per_gpu[nodes, kw, lcs[win]]
+            mem = g * ma.mem_per_gpu[nodes, kw, lms[win]]
+            self._add_entries(jobs[win], nodes, g, cpus, mem)
+            res.granted[nodes] = True
+            won = np.zeros(self.K, dtype=bool)
+            won[kw] = True
+            lost = won[ks]
+            lost[win] = False
+            res.conflict[agents[lost]] = True
+            placed += int(win.size)
+        # 2) Jobs claimed only by nodes that cannot host them alone: same-type gangs.
+        rest = ~won[ks]
+        if rest.any():
+            nt = self.cluster.node_type
+            for k in np.unique(ks[rest]).tolist():  # at most K jobs per step
+                sel = ks == k
+                ag, lg, lc, lm = agents[sel], lgs[sel], lcs[sel], lms[sel]
+                best: tuple[int, int, NDArray[np.int64], NDArray[np.int64], int, int] | None = None
+                types = nt[ag]
+                for t in np.unique(types).tolist():
+                    idx = np.flatnonzero(types == t)
+                    lead = int(idx[0])  # agents are sorted: the first is the lowest index
+                    out = self._gang(k, ag[idx], int(lg[lead]), int(lc[lead]), int(lm[lead]))
+                    if out is None:
+                        continue
+                    key = (out[0].size, int(ag[lead]))
+                    if best is None or key < (best[0], best[1]):
+                        best = (key[0], key[1], out[0], out[1], int(lc[lead]), int(lm[lead]))
+                if best is None:
+                    res.gang_failed[ag] = True
+                    continue
+                _, _, nodes_g, gg, c_l, m_l = best
+                self._commit(
+                    int(self.window[k]),
+                    nodes_g,
+                    gg,
+                    gg * ma.cpu_per_gpu[nodes_g, k, c_l],
+                    gg * ma.mem_per_gpu[nodes_g, k, m_l],
+                )
+                res.granted[nodes_g] = True
+                res.conflict[ag[~np.isin(ag, nodes_g)]] = True
+                placed += 1
+        return placed
+
+    def place_on_type(self, k: int, t: int, lg: int, lc: int, lm: int) -> bool:
+        """Central placement: slot ``k`` on GPU type ``t`` at the given levels.
+
+        The node is the best fit (fewest free GPUs that host the job alone, then lowest index,
+        as the baselines' ``Placer``); if no node hosts it alone, a gang over the type's nodes
+        (largest capacity first). Returns whether the job was placed.
+        """
+        assert self.jt is not None
+        j = int(self.window[k])
+        if j < 0:
+            return False
+        nodes = np.flatnonzero(self.cluster.node_type == t)
+        single = self.ma.single[nodes, k, lg, lc, lm]
+        if single.any():
+            cand = nodes[single]
+            n = int(cand[np.lexsort((cand, self.free_g[cand]))[0]])
+            G = int(self.jt.gpu_count[j, lg])
+            cpus = G * float(self.ma.cpu_per_gpu[n, k, lc])
+            mem = G * float(self.ma.mem_per_gpu[n, k, lm])
+            self._commit(j, np.array([n]), np.array([G]), np.array([cpus]), np.array([mem]))
+        else:
+            gang = self.ma.legal[nodes, k, lg, lc, lm] & ~self.ma.single[nodes, k, lg, lc, lm]
+            members = nodes[gang]
+            out = self._gang(k, members, lg, lc, lm) if members.size else None
+            if out is None:
+                return False
+            use, g = out
+            self._commit(
+                j, use, g, g * self.ma.cpu_per_gpu[use, k, lc], g * self.ma.mem_per_gpu[use, k, lm]
+            )
+        self.refresh()
+        return True

@@ -1,0 +1,126 @@
+"""Evictions of running jobs by agents (a mixin of :class:`~hetsched.envs.core.EnvCore`).
+
+Only with ``EnvSettings.preemptive``; the rules are documented in :mod:`hetsched.envs.core`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from hetsched.envs.core_state import CoreState
+from hetsched.sim.allocation import Allocation
+
+
+def slot_ranks(
+    nodes: NDArray[np.int64],
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+    """Resident-slot order of allocation entries: ``(order, node, rank)``, each shape (E,).
+
+    ``order`` sorts the entries by node, stably (a node's entries keep their allocation
+    order); ``node`` and ``rank`` are each sorted entry's node and its index among that
+    node's entries, i.e. its resident slot when ``rank < R``.
+    """
+    order = np.argsort(nodes, kind="stable")
+    ns = nodes[order]
+    return order, ns, np.arange(ns.shape[0]) - np.searchsorted(ns, ns, side="left")
+
+
+class EvictionRules(CoreState):
+    """Resident slots, legal evictions and their effect on the round."""
+
+    def _evictable(self) -> NDArray[np.int64]:
+        """Entry of :attr:`_cur` in each resident slot, shape (N, R); -1 where none.
+
+        Slots follow the observation's order (:meth:`_resident`): a node's running entries in
+        allocation order come first, so slot ``r < R`` of node ``i`` is its ``r``-th entry.
+        """
+        if self._evict_map is None:
+            R = self.cfg.resident_slots
+            out = np.full((self.N, R), -1, dtype=np.int64)
+            cur = self._cur
+            if cur.size:
+                order, ns, rank = slot_ranks(cur.node)
+                keep = rank < R
+                out[ns[keep], rank[keep]] = order[keep]
+            self._evict_map = out
+        return self._evict_map
+
+    def running(self) -> Allocation:
+        """Entries of the jobs that were running before this round and still hold resources."""
+        return self._cur
+
+    def resident_entries(self) -> NDArray[np.int64]:
+        """Entry of :meth:`running` that each eviction action ``n_place + r`` of each agent
+        would take off, shape (N, R); -1 where the slot is empty."""
+        return self._evictable()
+
+    def _evict_mask(self) -> NDArray[np.int8]:
+        """Legal evictions, shape (N, R) int8 (see the module docstring)."""
+        ent = self._evictable()
+        m = ent >= 0
+        m &= self.node_up[:, None]
+        cap, prot = self.cfg.evict_max, self.evict_protected
+        if (cap is not None or prot is not None) and m.any():
+            job = self._cur.job[np.where(m, ent, 0)]  # (N, R) the job in each slot
+            if cap is not None:  # the job's allowance is spent
+                m &= self._evicted_n[job] < cap
+            if prot is not None:  # protected by whoever acts through the core
+                if prot.shape != (self.J,):
+                    raise ValueError(
+                        f"evict_protected has shape {prot.shape}; it must be ({self.J},), one "
+                        "flag per job of the episode's workload"
+                    )
+                m &= ~prot[job]
+        if not self.slot_ok.any():  # nothing waits: an eviction could only idle GPUs
+            m[:] = False
+        return m.astype(np.int8)
+
+    @property
+    def evictions(self) -> NDArray[np.int64]:
+        """Times each job was taken off by an eviction action this episode, shape (J,)
+        (a read-only view; all zero unless preemptive)."""
+        v = self._evicted_n.view()
+        v.flags.writeable = False
+        return v
+
+    @property
+    def any_evictable(self) -> bool:
+        """Some agent has a legal eviction (always False unless preemptive)."""
+        return self.cfg.preemptive and bool(self.ma.mask[:, self.n_place :].any())
+
+    @property
+    def any_action(self) -> bool:
+        """Some agent has a legal placement or eviction."""
+        return self.any_legal or self.any_evictable
+
+    def release_entries(self, drop: NDArray[np.bool_]) -> Allocation:
+        """Take the entries ``drop`` (a mask over :attr:`_cur`) off this round; free their
+        resources. Does not touch the waiting queue or the masks.
+
+        Returns:
+            The dropped entries.
+        """
+        cur = self._cur
+        gone = cur.select(drop)
+        self._cur = cur.select(~drop)
+        self._round_alloc = None
+        self._evict_map = None
+        N = self.N
+        self.free_g += np.bincount(gone.node, weights=gone.gpus, minlength=N).astype(np.int64)
+        self.free_c += np.bincount(gone.node, weights=gone.cpus, minlength=N)
+        self.free_m += np.bincount(gone.node, weights=gone.mem, minlength=N)
+        self._count -= np.bincount(gone.node, minlength=N)
+        self._n_cur_jobs -= len(set(gone.job.tolist()))
+        return gone
+
+    def _evict(self, agents: NDArray[np.int64], slots: NDArray[np.int64]) -> int:
+        """Evict the jobs in ``slots`` of ``agents`` (legal, distinct agents); jobs evicted."""
+        entries = self._evictable()[agents, slots]
+        jobs = np.unique(self._cur.job[entries])
+        self._evicted_n[jobs] += 1
+        self.evicted_this_round[jobs] = True
+        self.release_entries(np.isin(self._cur.job, jobs))
+        pend = np.concatenate([self.pending, jobs])
+        self.pending = self._in_window_order(np.sort(pend))
+        return int(jobs.size)

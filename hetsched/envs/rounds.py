@@ -1,0 +1,385 @@
+"""Decision rounds of the env (a mixin of :class:`~hetsched.envs.core.EnvCore`).
+
+A round starts at a simulator round boundary (:meth:`RoundFlow._start_round`), the agents'
+placements build its allocation (:meth:`RoundFlow._add_entries`, :meth:`RoundFlow.refresh`), and
+:meth:`RoundFlow.end_decision` advances the simulator when the round is over; the rules are
+documented in :mod:`hetsched.envs.core`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+from numpy.typing import NDArray
+
+from hetsched.envs.core_state import BIG_ROUNDS, CoreState, StepStats
+from hetsched.envs.features import NUM_TYPES, MaskArrays
+from hetsched.sim.allocation import Allocation
+from hetsched.sim.engine import RoundRecord
+
+
+class RoundFlow(CoreState):
+    """Round start, window and masks, time advance and stall detection."""
+
+    def _start_round(self) -> None:
+        sim, wl = self.sim, self.wl
+        assert sim is not None and wl is not None
+        cl = self.cluster
+        cur = sim.current
+        N = self.N
+        self._cur = cur
+        self._round_alloc = cur
+        if cur.size == 0:
+            self.free_g = np.array(cl.node_gpus, dtype=np.int64)
+            self.free_c = np.array(cl.node_cpus, dtype=np.float64)
+            self.free_m = np.array(cl.node_mem, dtype=np.float64)
+        elif int(cur.share.max()) < 0:  # no space sharing (always so for the env's entries)
+            node = cur.node
+            used_g = np.bincount(node, weights=cur.gpus, minlength=N)
+            self.free_g = cl.node_gpus - used_g.astype(np.int64)
+            self.free_c = cl.node_cpus - np.bincount(node, weights=cur.cpus, minlength=N)
+            self.free_m = cl.node_mem - np.bincount(node, weights=cur.mem, minlength=N)
+        else:
+            self.free_g = cl.node_gpus - cur.used_gpus_per_node(N)
+            self.free_c = cl.node_cpus - cur.used_cpus_per_node(N)
+            self.free_m = cl.node_mem - cur.used_mem_per_node(N)
+        if self.failures is not None:
+            up = sim.node_up
+            self.node_up[:] = up
+            if not up.all():  # a down node offers nothing
+                self.free_g = np.where(up, self.free_g, 0)
+                self.free_c = np.where(up, self.free_c, 0.0)
+                self.free_m = np.where(up, self.free_m, 0.0)
+        self._new: list[Allocation] = []  # one per placement this round
+        self._placed[:] = False
+        # Entries per node this round (resident-slot features are built when observed).
+        self._count = np.bincount(cur.node, minlength=N).astype(np.int64)
+        self._n_cur_jobs = len(set(cur.job.tolist()))  # distinct running jobs
+        self._n_new_jobs = 0
+        self.pending = self._in_window_order(sim.pending_jobs())
+        self.decision_step = 0
+        self._evict_map = None
+        if self.cfg.preemptive:
+            self.evicted_this_round[:] = False
+        self.refresh()
+
+    def _job_flags(self) -> None:
+        """Per-job flags of an episode (shape (J,) each): placed this round, evictions so far
+        (``evict_max``), evicted this round."""
+        self._placed = np.zeros(self.J, dtype=bool)
+        self._evicted_n = np.zeros(self.J, dtype=np.int64)
+        self.evicted_this_round = np.zeros(self.J, dtype=bool)
+
+    def _in_window_order(self, pend: NDArray[np.int64]) -> NDArray[np.int64]:
+        """``pend`` (arrival order) sorted by ``EnvSettings.window_order``."""
+        sim = self.sim
+        assert sim is not None
+        if self.cfg.window_order == "attained" and pend.size:
+            pend = pend[np.lexsort((pend, sim.attained_gpu_s[pend]))]
+        elif self.cfg.window_order == "sjf" and pend.size:
+            pend = pend[np.lexsort((pend, self.est_run_s(pend)))]
+        elif self.cfg.window_order == "typed" and pend.size:
+            pend = pend[self.typed_order(pend)]
+        return pend
+
+    def est_run_s(self, jobs: NDArray[np.int64]) -> NDArray[np.float64]:
+        """Estimated run time (s) of ``jobs``: remaining work over the isolated rate at the
+        request on the fastest allowed GPU type present (the ``"sjf"`` window order's key).
+        """
+        assert self.sim is not None and self.jt is not None
+        best = self.jt.best_tput[jobs]
+        out = np.full(best.shape, np.inf)  # a job no present type can run: never short
+        np.divide(self.sim.remaining[jobs], best, out=out, where=best > 0)
+        return out
+
+    def typed_order(self, jobs: NDArray[np.int64]) -> NDArray[np.int64]:
+        """Permutation of ``jobs`` for the ``"typed"`` window order.
+
+        Each GPU type present ranks the jobs it can run by their estimated run time on it
+        (remaining work over the isolated rate at the request on that type; ties to the lower
+        job index). The order takes the types' lists in turn -- the first job of every type,
+        then the second, and so on, types in index order -- and keeps each job's first
+        appearance, so every GPU type finds the jobs that run shortest on it near the front of
+        the window (with ``"sjf"``, a burst of jobs that are short only on the fastest type
+        fills the window while slower types idle). Jobs no present type can run come last, in
+        the given order. Loops over the (few) GPU types only; vectorised over jobs.
+
+        Returns:
+            Indices into ``jobs``, shape (len(jobs),).
+        """
+        assert self.sim is not None and self.jt is not None
+        rate = self.jt.rel_tput[jobs] * self.jt.best_tput[jobs, None]  # (P, T) work units/s
+        types = np.flatnonzero(self.cluster.gpus_per_type() > 0)
+        P = jobs.shape[0]
+        key = np.full(P, np.iinfo(np.int64).max, dtype=np.int64)
+        rem = self.sim.remaining[jobs]
+        for i, t in enumerate(types):
+            ok = rate[:, t] > 0
+            est = np.full(P, np.inf)
+            np.divide(rem, rate[:, t], out=est, where=ok)
+            rank = np.empty(P, dtype=np.int64)
+            rank[np.lexsort((jobs, est))] = np.arange(P)
+            key = np.where(ok, np.minimum(key, rank * types.size + i), key)
+        return np.lexsort((np.arange(P), key))
+
+    def _add_entries(
+        self,
+        jobs: NDArray[np.int64],
+        nodes: NDArray[np.int64],
+        gpus: NDArray[np.int64],
+        cpus: NDArray[np.float64],
+        mem: NDArray[np.float64],
+    ) -> None:
+        """Record new entries (distinct nodes) in the round's allocation and free resources.
+
+        The arrays must be 1-D with the :class:`Allocation` field dtypes (int64 / float64): they
+        are wrapped without conversion.
+        """
+        assert self.sim is not None and self.wl is not None
+        self.free_g[nodes] -= gpus
+        self.free_c[nodes] -= cpus
+        self.free_m[nodes] -= mem
+        share = np.full(jobs.shape[0], -1, dtype=np.int64)
+        self._new.append(Allocation._of_arrays(jobs, nodes, gpus, cpus, mem, share))
+        self._round_alloc = None
+        self._count[nodes] += 1  # distinct nodes: no repeated index
+        self._placed[jobs] = True
+        self._n_new_jobs += len(set(jobs.tolist()))  # distinct jobs (a gang repeats its job)
+
+    def refresh(self) -> None:
+        """Recompute the window, the masks and the cached observation parts."""
+        assert self.jt is not None and self.wl is not None
+        p = self.pending
+        rest = p[~self._placed[p]][: self.K] if p.size else p
+        win = np.full(self.K, -1, dtype=np.int64)
+        win[: rest.size] = rest
+        self.window = win
+        self.slot_ok = win >= 0
+        if not self._may_fit(rest):
+            self.ma = self._empty_masks()
+            self._any_legal = False
+        else:
+            self.ma = self.features.masks(
+                self.jt,
+                self.wl,
+                win,
+                self.slot_ok,
+                self.free_g,
+                self.free_c,
+                self.free_m,
+                self.node_up,
+            )
+            self._any_legal = None  # computed when first asked
+        if self.cfg.preemptive:
+            self.ma = replace(self.ma, mask=np.hstack([self.ma.mask, self._evict_mask()]))
+        self._obs_cache = self._common_cache = None
+
+    def _may_fit(self, jobs: NDArray[np.int64]) -> bool:
+        """Cheap necessary condition for any legal placement (skips the full masks)."""
+        if jobs.size == 0:
+            return False
+        assert self.jt is not None
+        g = int(self.jt.min_gpus[jobs].min())
+        up_free = self.free_g if self.failures is None else np.where(self.node_up, self.free_g, 0)
+        if int(up_free.max()) >= g:  # one node alone has room (the common case)
+            return True
+        per_type = np.bincount(self.cluster.node_type, weights=up_free, minlength=NUM_TYPES)
+        return bool(per_type.max() >= g)
+
+    def _empty_masks(self) -> MaskArrays:
+        """Masks with only the no-op legal (same shapes as :meth:`FeatureBuilder.masks`)."""
+        if self._empty is None:
+            lg, lc, lm = self.cfg.levels.sizes
+            N, K = self.N, self.K
+            z5 = np.zeros((N, K, lg, lc, lm), dtype=bool)
+            self._empty = MaskArrays(
+                mask=np.zeros((N, self.codec.n), dtype=np.int8),
+                legal=z5,
+                single=z5,
+                cpu_per_gpu=np.ones((N, K, lc)),
+                mem_per_gpu=np.ones((N, K, lm)),
+                mem_ok=np.zeros((N, K, lm), dtype=bool),
+                fits_any=np.zeros((N, K), dtype=bool),
+                fits_one=np.zeros((N, K), dtype=bool),
+            )
+        mask = np.zeros((self.N, self.codec.n), dtype=np.int8)
+        mask[:, 0] = 1
+        e = self._empty
+        return MaskArrays(
+            mask, e.legal, e.single, e.cpu_per_gpu, e.mem_per_gpu, e.mem_ok, e.fits_any, e.fits_one
+        )
+
+    @property
+    def any_legal(self) -> bool:
+        """Some agent has a legal placement."""
+        if self._any_legal is None:  # once per refresh of the masks
+            self._any_legal = bool(self.ma.mask[:, 1 : self.n_place].any())
+        return self._any_legal
+
+    def round_allocation(self) -> Allocation:
+        """Running jobs plus everything placed so far this round (built once per change)."""
+        a = self._round_alloc
+        if a is None:
+            a = Allocation.concat([self._cur, *self._new]) if self._new else self._cur
+            self._round_alloc = a
+        return a
+
+    def _future_arrivals(self) -> bool:
+        """A job still arrives, or a down node comes back (so waiting jobs may run later)."""
+        assert self.sim is not None and self.wl is not None
+        if self.failures is not None and not self.node_up.all():
+            return True
+        return bool(np.searchsorted(self.wl.arrival, self.sim.time, side="right") < self.J)
+
+    def _max_rounds(self, alloc: Allocation, jump: bool, env_built: bool) -> int:
+        sim = self.sim
+        assert sim is not None
+        mode = self.cfg.advance
+        if alloc.size == 0 and not self._future_arrivals():
+            return 1
+        if jump or mode == "event":
+            return BIG_ROUNDS
+        if mode == "no_pending":
+            if env_built:  # running jobs are all kept: nothing waits iff all pending are placed
+                return BIG_ROUNDS if self._n_new_jobs >= self.pending.size else 1
+            active = sim.active_jobs()
+            return BIG_ROUNDS if bool(np.isin(active, alloc.job).all()) else 1
+        return 1
+
+    def _account_admissions(self, stats: StepStats) -> None:
+        """Add each newly admitted job's time from arrival to admission to the integral."""
+        assert self.sim is not None and self.jt is not None and self.wl is not None
+        hi = int(np.searchsorted(self.wl.arrival, self.sim.time, side="right"))
+        lo = self._admitted
+        if hi > lo:
+            cs = self.jt.arrival_cumsum
+            extra = (hi - lo) * self.sim.time - (cs[hi] - cs[lo])
+            stats.jobs_s += float(extra)
+            self.episode_jobs_s += float(extra)
+            self._admitted = hi
+
+    def _advance(self, alloc: Allocation, stats: StepStats, *, trusted: bool, jump: bool) -> None:
+        sim = self.sim
+        assert sim is not None
+        sim.trusted = trusted and not self.cfg.validate_allocations
+        try:
+            rec: RoundRecord = sim.advance(
+                alloc, round_s=self.cfg.round_s, max_rounds=self._max_rounds(alloc, jump, trusted)
+            )
+        finally:
+            sim.trusted = False
+        self.last_alloc = alloc
+        if self._progress_w is not None:  # progress shaping: the potential's drop
+            phi = float(sim.remaining @ self._progress_w)
+            stats.progress_gpu_s += self._phi - phi
+            self._phi = phi
+        stats.jobs_s += rec.jobs_in_system_s
+        self.episode_jobs_s += rec.jobs_in_system_s
+        stats.rounds += rec.rounds
+        self._n_done += int(rec.completed.size)
+        self._account_admissions(stats)
+        self._start_round()
+
+    def _skip_idle(self, stats: StepStats) -> None:
+        """Advance while no agent has a legal placement (to the next arrival or completion)."""
+        sim = self.sim
+        assert sim is not None
+        while not sim.done and not self.any_action:
+            alloc = self.round_allocation()
+            if self._stalls(alloc):
+                return
+            self._advance(alloc, stats, trusted=True, jump=True)
+
+    def _stalls(self, alloc: Allocation) -> bool:
+        """Set and return :attr:`stalled`: nothing runs, nothing fits, nothing will change.
+
+        With ``alloc`` (this round's allocation) empty, no legal placement and no arrival or node
+        repair to come, the waiting jobs can never be placed.
+        """
+        if alloc.size == 0 and not self.any_action and not self._future_arrivals():
+            self.stalled = True  # stays set for the rest of the episode
+            self.stall_reason = self.stall_reason or "unplaceable"
+        return self.stalled
+
+    def _count_progress(self, offered: bool, moved: bool) -> None:
+        """Count decision steps without progress; stall after ``EnvSettings.stall_steps``.
+
+        Args:
+            offered: Some agent had a legal action at the step's start.
+            moved: A job was placed, or the round's time advanced with jobs running.
+        """
+        if moved:
+            self.no_progress_steps = 0
+            return
+        if not offered:  # nothing to do: waiting for an arrival is not the policy's stall
+            return
+        self.no_progress_steps += 1
+        lim = self.cfg.stall_steps
+        if lim is not None and self.no_progress_steps >= lim and not self.stalled:
+            self.stalled = True
+            self.stall_reason = "no_progress"
+
+    def end_decision(self, placed_any: bool, stats: StepStats) -> None:
+        """Close a decision step: advance the round if it is over (see the module docstring).
+
+        Args:
+            placed_any: The step placed or evicted a job.
+            stats: Where the step's counts and reward parts accumulate.
+        """
+        self.decision_step += 1
+        # Without a placement or eviction the masks are those the agents saw.
+        offered = placed_any or self.any_action
+        moved = stats.placed > 0
+        if (
+            not placed_any
+            or not self.any_action
+            or self.decision_step >= self.cfg.max_decisions_per_round
+        ):
+            # Nothing fits: with skip_idle, jump straight to the next arrival or completion
+            # (the same boundaries as one round followed by _skip_idle, in one engine call).
+            jump = self.cfg.skip_idle and not self.any_action
+            alloc = self.round_allocation()
+            moved = moved or alloc.size > 0
+            if self._stalls(alloc):
+                return
+            self._advance(alloc, stats, trusted=True, jump=jump)
+            if self.cfg.skip_idle:
+                self._skip_idle(stats)
+        self._count_progress(offered, moved)
+        if self.done:
+            self._finish(stats)
+
+    def apply_allocation(self, alloc: Allocation, stats: StepStats) -> None:
+        """The allocation action: replace this round's allocation by ``alloc`` and advance.
+
+        Used by :mod:`hetsched.envs.adapters` when a fixed policy's decision cannot be written
+        as per-agent actions (it preempts or moves a running job, places a job outside the
+        window, or uses amounts off the level grid). The engine validates ``alloc``.
+
+        Raises:
+            hetsched.sim.errors.AllocationError: If ``alloc`` is invalid.
+        """
+        offered = self.any_action
+        self._advance(alloc, stats, trusted=False, jump=False)
+        self._count_progress(offered, alloc.size > 0)
+        if self.cfg.skip_idle:
+            self._skip_idle(stats)
+        if self.done:
+            self._finish(stats)
+
+    def _finish(self, stats: StepStats) -> None:
+        assert self.sim is not None and self.wl is not None
+        fin = self.sim.finish_time
+        if np.isfinite(fin).any():
+            stats.makespan_s = float(np.nanmax(fin) - self.wl.arrival.min())
+        stats.terminal = True
+
+    def take_pending_stats(self, stats: StepStats) -> None:
+        """Fold what happened during reset (admission waits, skipped rounds) into ``stats``."""
+        p = self._pending_stats
+        if p.jobs_s or p.rounds:
+            stats.jobs_s += p.jobs_s
+            stats.rounds += p.rounds
+            stats.progress_gpu_s += p.progress_gpu_s
+        self._pending_stats = StepStats()

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from hetsched.baselines import hadar_kernels
 from hetsched.baselines.hadar_plan import (
     BoolArray,
     FloatArray,
@@ -391,42 +392,17 @@ class HadarDual:
         if not feas.any():
             return None
         base_t = self.now_time - info.arrival
-        time_cum = np.cumsum(prog)
-        Wt = W * (1.0 - 1e-12)
-        partial = bool(time_cum[-1] < Wt)
+        kernel = hadar_kernels.get("schedule")
+        if kernel is not None:
+            tau_min, T, k, C, lst, sig, pos = kernel(cost, prog, W, sc.He)
+            partial = T == 0
+        else:
+            partial = bool(np.cumsum(prog)[-1] < W * (1.0 - 1e-12))
         if not partial:
-            # Candidate completion slots: from the first slot by which all feasible slots so far
-            # suffice, to the slot after which only identical idle slots would be added.
-            tau_min = int(np.argmax(time_cum >= Wt))
-            tau_max = H - 1
-            p0 = float(prog[sc.He - 1])
-            if sc.He < H and p0 > 0:
-                tau_max = min(H - 1, sc.He - 1 + math.ceil(W / p0))
-            T = tau_max + 1
-            c_T, p_T = cost[:T], prog[:T]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ratio = np.where(p_T > 0, c_T / p_T, np.inf)
-            sig = np.argsort(ratio, kind="stable")  # cheapest per progress first, earlier on ties
-            p_sig, c_sig = p_T[sig], c_T[sig]
-            pos = p_sig > 0
-            # The greedy prefix shrinks (in rank) as tau grows, so the tau_min row bounds every
-            # row's cut k0; a slot ranked after k0 is never taken, and adding it leaves the
-            # schedule (and mu) of the previous tau unchanged, so only the other taus are rows.
-            taus = np.arange(tau_min, T)
-            if taus.size * T > _DENSE_SCHEDULE:
-                k0 = int((np.cumsum(np.where(pos & (sig <= tau_min), p_sig, 0.0)) >= Wt).argmax())
-                sig, p_sig, c_sig, pos = (
-                    sig[: k0 + 1],
-                    p_sig[: k0 + 1],
-                    c_sig[: k0 + 1],
-                    pos[: k0 + 1],
-                )
-                rank = np.full(T, T, dtype=np.int64)
-                rank[sig[pos]] = np.flatnonzero(pos)
-                taus = taus[(taus == tau_min) | (rank[taus] <= k0)]
-            k, C, lst = _greedy_cuts(
-                sig, p_sig, c_sig, pos, taus, Wt, blocks=taus.size * sig.size > _DENSE_SCHEDULE
-            )
+            if kernel is None:
+                sig, pos, taus, k, C, lst = self._schedule_search(cost, prog, W, sc.He)
+            else:
+                taus = np.arange(tau_min, T)
             fval = utility_value(
                 self.utility,
                 np.asarray(base_t + (lst + 1) * D, dtype=np.float64),
@@ -476,6 +452,60 @@ class HadarDual:
             finish_s=float(finish),
             partial=partial,
         )
+
+    def _schedule_search(
+        self, cost: FloatArray, prog: FloatArray, W: float, He: int
+    ) -> tuple[IntArray, BoolArray, IntArray, IntArray, FloatArray, IntArray]:
+        """Greedy schedules per completion slot (numpy reference of the ``schedule`` kernel).
+
+        Args:
+            cost: Cost per slot of the window, shape (H,) (inf where infeasible).
+            prog: Progress per slot in work units, shape (H,); the window covers ``W``.
+            W: Work to cover.
+            He: Computed columns (slots from ``He`` on repeat slot ``He - 1``).
+
+        Returns:
+            ``(sig, pos, taus, k, C, last)``: slots by rank (cheapest per progress first) and
+            whether each has progress, shape (S,); the completion slots searched and, per
+            completion slot, the rank of the last slot taken, the summed cost and the latest
+            slot taken, shape (R,).
+        """
+        H = self.horizon
+        time_cum = np.cumsum(prog)
+        Wt = W * (1.0 - 1e-12)
+        # Candidate completion slots: from the first slot by which all feasible slots so far
+        # suffice, to the slot after which only identical idle slots would be added.
+        tau_min = int(np.argmax(time_cum >= Wt))
+        tau_max = H - 1
+        p0 = float(prog[He - 1])
+        if He < H and p0 > 0:
+            tau_max = min(H - 1, He - 1 + math.ceil(W / p0))
+        T = tau_max + 1
+        c_T, p_T = cost[:T], prog[:T]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(p_T > 0, c_T / p_T, np.inf)
+        sig = np.argsort(ratio, kind="stable")  # cheapest per progress first, earlier on ties
+        p_sig, c_sig = p_T[sig], c_T[sig]
+        pos = p_sig > 0
+        # The greedy prefix shrinks (in rank) as tau grows, so the tau_min row bounds every
+        # row's cut k0; a slot ranked after k0 is never taken, and adding it leaves the
+        # schedule (and mu) of the previous tau unchanged, so only the other taus are rows.
+        taus = np.arange(tau_min, T)
+        if taus.size * T > _DENSE_SCHEDULE:
+            k0 = int((np.cumsum(np.where(pos & (sig <= tau_min), p_sig, 0.0)) >= Wt).argmax())
+            sig, p_sig, c_sig, pos = (
+                sig[: k0 + 1],
+                p_sig[: k0 + 1],
+                c_sig[: k0 + 1],
+                pos[: k0 + 1],
+            )
+            rank = np.full(T, T, dtype=np.int64)
+            rank[sig[pos]] = np.flatnonzero(pos)
+            taus = taus[(taus == tau_min) | (rank[taus] <= k0)]
+        k, C, lst = _greedy_cuts(
+            sig, p_sig, c_sig, pos, taus, Wt, blocks=taus.size * sig.size > _DENSE_SCHEDULE
+        )
+        return sig, pos, taus, k, C, lst
 
     def _stabilise(
         self,

@@ -11,6 +11,7 @@ is small and in blocks of growing size, each as wide as its first row's cut, whe
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -110,8 +111,12 @@ class HadarDual:
         Lv = levels.size
         if Lv == 0:
             return []
-        cols = np.arange(He)
         D = self.round_s
+        if Lv * free.size <= _DENSE_CELLS and He >= 2:
+            kernel = hadar_kernels.get("slots")
+            if kernel is not None:
+                return self._slot_choices_compiled(kernel, info, ref, levels, free, price, order)
+        cols = np.arange(He)
         if Lv * free.size <= _DENSE_CELLS:  # small: fewest numpy calls
             take, tnode, cost_m, rate_m, single, ok_s = self._candidates_dense(
                 info, levels, free, price, order
@@ -185,6 +190,61 @@ class HadarDual:
                     tnode,
                     ref_nodes,
                     ref_gpus,
+                    He,
+                    free,
+                    price,
+                )
+            )
+        return out
+
+    def _slot_choices_compiled(
+        self,
+        kernel: Any,
+        info: _JobInfo,
+        ref: tuple[IntArray, IntArray] | None,
+        levels: FloatArray,
+        free: IntArray,
+        price: FloatArray,
+        order: IntArray,
+    ) -> list[_SlotChoice]:
+        """:meth:`_slot_choices` on a small cluster by the compiled ``slots`` kernel (same
+        results; see :mod:`hetsched.baselines.hadar_kernels`)."""
+        z = np.zeros(0, dtype=np.int64)
+        ref_n, ref_g = (ref[0], ref[1]) if ref is not None and ref[0].size else (z, z)
+        disc = max(0.0, 1.0 - info.restart_s / self.round_s) if self.switch_aware else 1.0
+        take, _, b_cost, b_prog, kind, level, single_node, rn, rg, rcnt = kernel(
+            info.rate,
+            info.rate_spread,
+            self._size,
+            levels,
+            free,
+            np.ascontiguousarray(price),  # one array layout: one compiled specialisation
+            np.ascontiguousarray(order),
+            info.n,
+            self._cmax,
+            self.round_s,
+            disc,
+            self.sticky,
+            np.ascontiguousarray(ref_n, dtype=np.int64),
+            np.ascontiguousarray(ref_g, dtype=np.int64),
+            self.horizon,
+        )
+        tnode = np.broadcast_to(order, take.shape)
+        He = free.shape[1]
+        out: list[_SlotChoice] = []
+        for fl in range(levels.size):
+            c = int(rcnt[fl])
+            out.append(
+                _SlotChoice(
+                    b_cost[fl],
+                    b_prog[fl],
+                    kind[fl],
+                    level[fl],
+                    single_node[fl],
+                    take,
+                    tnode,
+                    rn[fl, :c],
+                    rg[fl, :c],
                     He,
                     free,
                     price,
@@ -433,10 +493,32 @@ class HadarDual:
                 )
             )
         chosen = np.sort(chosen).astype(np.int64)
-        e_slot, e_node, e_gpus = self._plan_entries(sc, chosen, info.n)
-        e_slot, e_node, e_gpus, progress, c_new = self._stabilise(
-            info, sc, chosen, e_slot, e_node, e_gpus
-        )
+        plan_k = hadar_kernels.get("plan") if sc.He >= 2 else None
+        if plan_k is not None:
+            disc = max(0.0, 1.0 - info.restart_s / D) if self.switch_aware else 1.0
+            e_slot, e_node, e_gpus, progress, c_new = plan_k(
+                chosen,
+                sc.kind,
+                sc.level,
+                sc.single,
+                sc.take,
+                sc.tnode,
+                sc.ref_nodes,
+                sc.ref_gpus,
+                sc.free,
+                sc.price,
+                info.n,
+                self._size,
+                info.rate,
+                info.rate_spread,
+                D,
+                disc,
+            )
+        else:
+            e_slot, e_node, e_gpus = self._plan_entries(sc, chosen, info.n)
+            e_slot, e_node, e_gpus, progress, c_new = self._stabilise(
+                info, sc, chosen, e_slot, e_node, e_gpus
+            )
         if not partial:
             total_cost = c_new
         return HadarPlan(

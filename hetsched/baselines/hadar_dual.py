@@ -446,7 +446,7 @@ class HadarDual:
 
     def _best_schedule(self, j: int, info: _JobInfo, sc: _SlotChoice, W: float) -> HadarPlan | None:
         """OASiS-style search over completion slots for one speed floor (vectorised)."""
-        H, D = self.horizon, self.round_s
+        D = self.round_s
         cost, prog = sc.cost, sc.prog
         feas = prog > 0
         if not feas.any():

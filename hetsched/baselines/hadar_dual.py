@@ -62,6 +62,7 @@ class HadarDual:
     _order: IntArray
     _col_load: IntArray
     _bounds_ready: bool
+    _compiled_on: bool = False
 
     def _refresh_prices(self) -> None:
         raise NotImplementedError
@@ -113,7 +114,7 @@ class HadarDual:
             return []
         D = self.round_s
         if Lv * free.size <= _DENSE_CELLS and He >= 2:
-            kernel = hadar_kernels.get("slots")
+            kernel = hadar_kernels.compiled("slots") if self._compiled_on else None
             if kernel is not None:
                 return self._slot_choices_compiled(kernel, info, ref, levels, free, price, order)
         cols = np.arange(He)
@@ -433,6 +434,8 @@ class HadarDual:
                 "Hadar.dual_subroutine needs the current time: call decide(state) or sync(time) first"
             )
         self.subroutine_calls += 1
+        # The compiled kernels (same results) when numba is available and not disabled.
+        self._compiled_on = hadar_kernels.numba_module() is not None
         info = self._job_info(j)
         if not self._bounds_ready:
             self._learn_bounds(j)
@@ -452,7 +455,7 @@ class HadarDual:
         if not feas.any():
             return None
         base_t = self.now_time - info.arrival
-        kernel = hadar_kernels.get("schedule")
+        kernel = hadar_kernels.compiled("schedule") if self._compiled_on else None
         if kernel is not None:
             tau_min, T, k, C, lst, sig, pos = kernel(cost, prog, W, sc.He)
             partial = T == 0
@@ -493,7 +496,7 @@ class HadarDual:
                 )
             )
         chosen = np.sort(chosen).astype(np.int64)
-        plan_k = hadar_kernels.get("plan") if sc.He >= 2 else None
+        plan_k = hadar_kernels.compiled("plan") if self._compiled_on and sc.He >= 2 else None
         if plan_k is not None:
             disc = max(0.0, 1.0 - info.restart_s / D) if self.switch_aware else 1.0
             e_slot, e_node, e_gpus, progress, c_new = plan_k(

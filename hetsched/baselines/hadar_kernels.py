@@ -54,11 +54,17 @@ _compiled: dict[str, Any] = {}
 def get(name: str) -> Any | None:
     """The compiled kernel ``name`` (``"schedule"``, ``"slots"`` or ``"plan"``), or None
     without numba."""
-    nb = numba_module()
-    if nb is None:
+    if numba_module() is None:
         return None
+    return compiled(name)
+
+
+def compiled(name: str) -> Any:
+    """The compiled kernel ``name``; only call it when :func:`numba_module` is not None."""
     fn = _compiled.get(name)
     if fn is None:
+        nb = numba_module()
+        assert nb is not None
         # Helpers are looked up as globals: compile them first.
         if name in ("slots", "plan") and "_rate_of" not in _compiled:
             _compiled["_rate_of"] = globals()["_rate_of"] = _jit(nb, _rate_of_py)

@@ -179,7 +179,9 @@ def main_job_workload(cluster: Cluster, tm: ThroughputModel, seed: int) -> Workl
     from hetsched.envs.presets import resolve_workload
 
     wl_rng = np.random.default_rng(seed).spawn(1)[0]  # evaluate()'s workload child
-    wl: Workload = resolve_workload("philly", {})(throughput=tm, cluster=cluster, rng=wl_rng)
+    factory = resolve_workload("philly", {})
+    assert callable(factory)  # a preset name resolves to a factory
+    wl: Workload = factory(throughput=tm, cluster=cluster, rng=wl_rng)
     return wl
 
 

@@ -11,7 +11,6 @@ is small and in blocks of growing size, each as wide as its first row's cut, whe
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
@@ -99,24 +98,15 @@ class HadarDual:
         l-th fastest rate level; floor 0 is the fastest. Returns one :class:`_SlotChoice` per
         floor (empty list when the job can run nowhere).
         """
-        self._refresh_prices()
+        He, free, price, order = self._window()
         H = self.horizon
-        used_cols = np.flatnonzero(self._col_load > 0)
-        He = min(H, int(used_cols[-1]) + 2) if used_cols.size else 1
         n = info.n
-        free = self._cap[:, None] - self.usage[:, :He]  # (N, He)
-        price = self._price[:, :He]
-        order = self._order[:, :He]
         r = info.rate
         levels = self._speed_levels(r)
         Lv = levels.size
         if Lv == 0:
             return []
         D = self.round_s
-        if Lv * free.size <= _DENSE_CELLS and He >= 2:
-            kernel = hadar_kernels.compiled("slots") if self._compiled_on else None
-            if kernel is not None:
-                return self._slot_choices_compiled(kernel, info, ref, levels, free, price, order)
         cols = np.arange(He)
         if Lv * free.size <= _DENSE_CELLS:  # small: fewest numpy calls
             take, tnode, cost_m, rate_m, single, ok_s = self._candidates_dense(
@@ -198,29 +188,44 @@ class HadarDual:
             )
         return out
 
-    def _slot_choices_compiled(
-        self,
-        kernel: Any,
-        info: _JobInfo,
-        ref: tuple[IntArray, IntArray] | None,
-        levels: FloatArray,
-        free: IntArray,
-        price: FloatArray,
-        order: IntArray,
-    ) -> list[_SlotChoice]:
-        """:meth:`_slot_choices` on a small cluster by the compiled ``slots`` kernel (same
-        results; see :mod:`hetsched.baselines.hadar_kernels`)."""
+    def _window(self) -> tuple[int, IntArray, FloatArray, IntArray]:
+        """The window's computed columns: ``(He, free, price, order)``, shapes (N, He).
+
+        Columns from ``He`` on hold no reservation and repeat column ``He - 1``.
+        """
+        self._refresh_prices()
+        used_cols = np.flatnonzero(self._col_load > 0)
+        He = min(self.horizon, int(used_cols[-1]) + 2) if used_cols.size else 1
+        free = self._cap[:, None] - self.usage[:, :He]  # (N, He)
+        return He, free, self._price[:, :He], self._order[:, :He]
+
+    def _compiled_plan(
+        self, j: int, info: _JobInfo, ref: tuple[IntArray, IntArray] | None, W: float
+    ) -> HadarPlan | None | bool:
+        """:meth:`dual_subroutine`'s result by the compiled kernels on a small cluster (the
+        same plan, bit for bit; see :mod:`hetsched.baselines.hadar_kernels`), or ``False``
+        where they do not apply (a large cluster, one computed column)."""
+        He, free, price, order = self._window()
+        levels = self._speed_levels(info.rate)
+        if levels.size == 0:
+            return None
+        if He < 2 or levels.size * free.size > _DENSE_CELLS:
+            return False
+        price = np.ascontiguousarray(price)  # one array layout: one compiled specialisation
+        order = np.ascontiguousarray(order)
         z = np.zeros(0, dtype=np.int64)
         ref_n, ref_g = (ref[0], ref[1]) if ref is not None and ref[0].size else (z, z)
         disc = max(0.0, 1.0 - info.restart_s / self.round_s) if self.switch_aware else 1.0
-        take, _, b_cost, b_prog, kind, level, single_node, rn, rg, rcnt = kernel(
+        take, _, b_cost, b_prog, kind, level, single_node, rn, rg, rcnt = hadar_kernels.compiled(
+            "slots"
+        )(
             info.rate,
             info.rate_spread,
             self._size,
             levels,
             free,
-            np.ascontiguousarray(price),  # one array layout: one compiled specialisation
-            np.ascontiguousarray(order),
+            price,
+            order,
             info.n,
             self._cmax,
             self.round_s,
@@ -230,28 +235,51 @@ class HadarDual:
             np.ascontiguousarray(ref_g, dtype=np.int64),
             self.horizon,
         )
-        tnode = np.broadcast_to(order, take.shape)
-        He = free.shape[1]
-        out: list[_SlotChoice] = []
-        for fl in range(levels.size):
-            c = int(rcnt[fl])
-            out.append(
-                _SlotChoice(
-                    b_cost[fl],
-                    b_prog[fl],
-                    kind[fl],
-                    level[fl],
-                    single_node[fl],
-                    take,
-                    tnode,
-                    rn[fl, :c],
-                    rg[fl, :c],
-                    He,
-                    free,
-                    price,
-                )
-            )
-        return out
+        fl, slots, prog, e_s, e_n, e_g, _, cost, util, mu, finish, partial = hadar_kernels.compiled(
+            "best"
+        )(
+            b_cost,
+            b_prog,
+            kind,
+            level,
+            single_node,
+            rn,
+            rg,
+            rcnt,
+            take,
+            np.broadcast_to(order, take.shape),
+            free,
+            price,
+            W,
+            self.now_time,
+            info.arrival,
+            self.round_s,
+            info.t_star,
+            hadar_kernels.UTILITY_CODES[self.utility],
+            self.weight,
+            self.kappa,
+            self.utility_floor,
+            info.n,
+            self._size,
+            info.rate,
+            info.rate_spread,
+            disc,
+        )
+        if fl < 0:
+            return None
+        return HadarPlan(
+            job=j,
+            slots=slots,
+            progress=prog,
+            entry_slot=e_s,
+            entry_node=e_n,
+            entry_gpus=e_g,
+            cost=float(cost),
+            utility=float(util),
+            mu=float(mu),
+            finish_s=float(finish),
+            partial=bool(partial),
+        )
 
     def _candidates_dense(
         self,
@@ -440,6 +468,10 @@ class HadarDual:
         if not self._bounds_ready:
             self._learn_bounds(j)
         W = float(self.workload.work[j]) * (1.0 + self.work_margin) if work is None else float(work)
+        if self._compiled_on and self.utility in hadar_kernels.UTILITY_CODES:
+            fused = self._compiled_plan(j, info, ref, W)
+            if fused is not False:
+                return fused  # type: ignore[return-value]
         best: HadarPlan | None = None
         for sc in self._slot_choices(info, ref):
             plan = self._best_schedule(j, info, sc, W)

@@ -52,8 +52,8 @@ _compiled: dict[str, Any] = {}
 
 
 def get(name: str) -> Any | None:
-    """The compiled kernel ``name`` (``"schedule"``, ``"slots"`` or ``"plan"``), or None
-    without numba."""
+    """The compiled kernel ``name`` (``"schedule"``, ``"slots"``, ``"plan"`` or ``"best"``), or
+    None without numba."""
     if numba_module() is None:
         return None
     return compiled(name)
@@ -71,7 +71,18 @@ def compiled(name: str) -> Any:
         if name == "plan" and "_pairwise_sum" not in _compiled:
             _compiled["_block_sum"] = globals()["_block_sum"] = _jit(nb, _block_sum_py)
             _compiled["_pairwise_sum"] = globals()["_pairwise_sum"] = _jit(nb, _pairwise_sum_py)
-        py = {"schedule": schedule_search, "slots": slot_choices_dense, "plan": plan_entries}[name]
+        if name == "best":
+            for helper in ("schedule", "plan"):
+                compiled(helper)
+            globals()["_schedule"] = _compiled["schedule"]
+            globals()["_plan"] = _compiled["plan"]
+            _compiled["_utility"] = globals()["_utility"] = _jit(nb, _utility_py)
+        py = {
+            "schedule": schedule_search,
+            "slots": slot_choices_dense,
+            "plan": plan_entries,
+            "best": best_plan,
+        }[name]
         fn = _jit(nb, py)
         _compiled[name] = fn
     return fn
@@ -584,3 +595,183 @@ def plan_entries(
     for q in range(total):
         vals[q] = ng[q] * price[nn[q], min(ns[q], He - 1)]
     return ns, nn, ng, progress, _pairwise_sum(vals)
+
+
+#: Utility shapes the fused kernel evaluates itself (``sigmoid`` needs numpy's ``exp``).
+UTILITY_CODES = {"linear": 0, "step": 1, "constant": 2}
+
+
+def _utility_py(
+    code: int, jct: float, t_star: float, weight: float, kappa: float, floor: float
+) -> float:
+    """``hadar_plan.utility_value`` for one JCT (linear, step or constant shape)."""
+    d = jct / max(t_star, 1e-9)
+    if code == 0:
+        v = 1.0 - (d - 1.0) / kappa
+    elif code == 1:
+        v = 1.0 if d <= kappa else 0.0
+    else:
+        v = 1.0
+    return weight * min(max(v, floor), 1.0)
+
+
+def best_plan(
+    b_cost: Any,
+    b_prog: Any,
+    kind: Any,
+    level: Any,
+    single_node: Any,
+    rn: Any,
+    rg: Any,
+    rcnt: Any,
+    take: Any,
+    tnode: Any,
+    free: Any,
+    price: Any,
+    work: float,
+    now: float,
+    arrival: float,
+    D: float,
+    t_star: float,
+    code: int,
+    weight: float,
+    kappa: float,
+    floor: float,
+    n: int,
+    size: Any,
+    r: Any,
+    rs: Any,
+    disc: float,
+) -> tuple[int, Any, Any, Any, Any, Any, Any, float, float, float, float, bool]:
+    """The best plan over every speed floor (plain-Python form of the fused kernel).
+
+    For each floor, the schedule search of ``HadarDual._best_schedule`` (full or partial plan),
+    its utility, and its stabilised entries; the floor with the highest ``mu`` wins (the first
+    on ties), as in ``HadarDual.dual_subroutine``.
+
+    Args:
+        b_cost, b_prog: Cost and progress per floor and slot, shape (Lv, H).
+        kind, level, single_node: Per floor and computed column, shape (Lv, He).
+        rn, rg, rcnt: Each floor's reference placement and its length (see
+            :func:`slot_choices_dense`).
+        take, tnode: GPUs and node per price-ordered position, shape (Lv, P, He).
+        free, price: Free GPUs and price per node and computed column, shape (N, He).
+        work: Work W to plan. now: current time (s). arrival: the job's arrival (s).
+        D: slot length (s). t_star, code, weight, kappa, floor: the utility (``code`` from
+            :data:`UTILITY_CODES`).
+        n, size, r, rs, disc: the gang size, node sizes, rates and restart discount.
+
+    Returns:
+        ``(floor, slots, progress, entry_slot, entry_node, entry_gpus, sum, cost, utility, mu,
+        finish, partial)``: the winning floor (-1: no feasible slot, the other fields unused)
+        and its plan.
+    """
+    Lv, H = b_cost.shape
+    He = free.shape[1]
+    e_i = np.zeros(0, dtype=np.int64)
+    best = -1
+    b_mu = -np.inf
+    out_slots, out_prog = e_i, np.zeros(0)
+    out_s, out_n, out_g = e_i, e_i, e_i
+    out_cost, out_u, out_fin, out_part = 0.0, 0.0, 0.0, False
+    base_t = now - arrival
+    for fl in range(Lv):
+        cost = b_cost[fl]
+        prog = b_prog[fl]
+        nf = 0
+        for t in range(H):
+            if prog[t] > 0:
+                nf += 1
+        if nf == 0:
+            continue
+        tau_min, T, k, C, lst, sig, pos = _schedule(cost, prog, work, He)
+        partial = T == 0
+        if not partial:
+            i_best = 0
+            v_best = -np.inf
+            for i in range(k.shape[0]):
+                jct = base_t + (lst[i] + 1) * D
+                v = _utility(code, jct, t_star, weight, kappa, floor) - C[i]
+                if i == 0 or v > v_best:
+                    v_best = v
+                    i_best = i
+            tau = tau_min + i_best
+            ki = k[i_best] + 1
+            cnt = 0
+            for q in range(ki):
+                if sig[q] <= tau and pos[q]:
+                    cnt += 1
+            chosen = np.empty(cnt, dtype=np.int64)
+            cnt = 0
+            for q in range(ki):
+                if sig[q] <= tau and pos[q]:
+                    chosen[cnt] = sig[q]
+                    cnt += 1
+            chosen = np.sort(chosen)
+            fbest = _utility(code, base_t + (lst[i_best] + 1) * D, t_star, weight, kappa, floor)
+            finish = now + (lst[i_best] + 1) * D
+            total = 0.0
+        else:
+            chosen = np.empty(nf, dtype=np.int64)
+            pv = np.empty(nf)
+            cv = np.empty(nf)
+            nf = 0
+            pmax = prog[0]
+            for t in range(H):
+                if prog[t] > pmax:
+                    pmax = prog[t]
+                if prog[t] > 0:
+                    chosen[nf] = t
+                    pv[nf] = prog[t]
+                    cv[nf] = cost[t]
+                    nf += 1
+            P = _pairwise_sum(pv)
+            rate_best = pmax / D
+            finish = now + (chosen[nf - 1] + 1) * D + (work - P) / rate_best
+            total = _pairwise_sum(cv) * work / P
+            fbest = _utility(code, finish - arrival, t_star, weight, kappa, floor)
+        c = rcnt[fl]
+        es, en, eg, progress, c_new = _plan(
+            chosen,
+            kind[fl],
+            level[fl],
+            single_node[fl],
+            take,
+            tnode,
+            rn[fl, :c],
+            rg[fl, :c],
+            free,
+            price,
+            n,
+            size,
+            r,
+            rs,
+            D,
+            disc,
+        )
+        if not partial:
+            total = c_new
+        mu = fbest - total
+        if best < 0 or mu > b_mu:
+            best, b_mu = fl, mu
+            out_slots, out_prog, out_s, out_n, out_g = chosen, progress, es, en, eg
+            out_cost, out_u, out_fin, out_part = total, fbest, finish, partial
+    return (
+        best,
+        out_slots,
+        out_prog,
+        out_s,
+        out_n,
+        out_g,
+        0.0,
+        out_cost,
+        out_u,
+        b_mu,
+        out_fin,
+        out_part,
+    )
+
+
+_schedule = schedule_search  # replaced by the compiled forms with the "best" kernel
+_plan = plan_entries
+_utility = _utility_py

@@ -361,7 +361,8 @@ def _same_plan(a: object, b: object) -> bool:
         if x.dtype != y.dtype or not np.array_equal(x, y):
             return False
     return all(
-        getattr(a, f) == getattr(b, f) for f in ("job", "cost", "utility", "mu", "finish_s", "partial")
+        getattr(a, f) == getattr(b, f)
+        for f in ("job", "cost", "utility", "mu", "finish_s", "partial")
     )
 
 

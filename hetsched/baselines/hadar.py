@@ -263,6 +263,7 @@ class Hadar(BasePolicy, HadarDual):
         self.now_time = float("nan")
         self._plans: dict[int, _Stored] = {}
         self._info: dict[int, _JobInfo] = {}
+        self._levels_cache = {}
         self._seen = np.zeros(J, dtype=bool)
         self._accepted = np.zeros(J, dtype=bool)
         self._eval_epoch = np.full(J, -1, dtype=np.int64)

@@ -62,6 +62,8 @@ class HadarDual:
     _col_load: IntArray
     _bounds_ready: bool
     _compiled_on: bool = False
+    #: Speed floors per job for the compiled path, with the job info they were computed from.
+    _levels_cache: dict[int, tuple[_JobInfo, FloatArray]]
 
     def _refresh_prices(self) -> None:
         raise NotImplementedError
@@ -202,14 +204,18 @@ class HadarDual:
     def _compiled_plan(
         self, j: int, info: _JobInfo, ref: tuple[IntArray, IntArray] | None, W: float
     ) -> HadarPlan | None | bool:
-        """:meth:`dual_subroutine`'s result by the compiled kernels on a small cluster (the
-        same plan, bit for bit; see :mod:`hetsched.baselines.hadar_kernels`), or ``False``
-        where they do not apply (a large cluster, one computed column)."""
+        """:meth:`dual_subroutine`'s result by the compiled kernels (the same plan, bit for bit;
+        see :mod:`hetsched.baselines.hadar_kernels`), or ``False`` where they do not apply
+        (a window with one computed column)."""
         He, free, price, order = self._window()
-        levels = self._speed_levels(info.rate)
+        cached = self._levels_cache.get(j)
+        if cached is None or cached[0] is not info:
+            cached = (info, self._speed_levels(info.rate))
+            self._levels_cache[j] = cached
+        levels = cached[1]
         if levels.size == 0:
             return None
-        if He < 2 or levels.size * free.size > _DENSE_CELLS:
+        if He < 2:  # one column: numpy sums it pairwise, the kernels sequentially
             return False
         price = np.ascontiguousarray(price)  # one array layout: one compiled specialisation
         order = np.ascontiguousarray(order)
@@ -247,7 +253,7 @@ class HadarDual:
             rg,
             rcnt,
             take,
-            np.broadcast_to(order, take.shape),
+            order,
             free,
             price,
             W,

@@ -277,6 +277,8 @@ def slot_choices_dense(
                         rate_p = r[node]
                     if rs[node] < rate_s:
                         rate_s = rs[node]
+                if cum >= n:  # the later positions take nothing (and add +0.0 to the cost)
+                    break
             spread = nn > -(-n // max(maxc, 1))
             rm = rate_s if spread else rate_p
             cand_cost[Lv + lv, t] = cost
@@ -625,7 +627,7 @@ def best_plan(
     rg: Any,
     rcnt: Any,
     take: Any,
-    tnode: Any,
+    order: Any,
     free: Any,
     price: Any,
     work: float,
@@ -654,7 +656,8 @@ def best_plan(
         kind, level, single_node: Per floor and computed column, shape (Lv, He).
         rn, rg, rcnt: Each floor's reference placement and its length (see
             :func:`slot_choices_dense`).
-        take, tnode: GPUs and node per price-ordered position, shape (Lv, P, He).
+        take: GPUs per price-ordered position, shape (Lv, N, He).
+        order: Nodes by ascending price per computed column, shape (N, He).
         free, price: Free GPUs and price per node and computed column, shape (N, He).
         work: Work W to plan. now: current time (s). arrival: the job's arrival (s).
         D: slot length (s). t_star, code, weight, kappa, floor: the utility (``code`` from
@@ -668,6 +671,9 @@ def best_plan(
     """
     Lv, H = b_cost.shape
     He = free.shape[1]
+    tnode = np.empty(take.shape, dtype=np.int64)
+    for lv in range(Lv):
+        tnode[lv] = order
     e_i = np.zeros(0, dtype=np.int64)
     best = -1
     b_mu = -np.inf

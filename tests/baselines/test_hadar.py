@@ -327,8 +327,9 @@ def test_decisions_match_the_recorded_fingerprint(monkeypatch: pytest.MonkeyPatc
     from hetsched.baselines import hadar_dual
 
     assert _fingerprint(Hadar()) == HADAR_FINGERPRINT
-    # The large-cluster forms of the subroutine (per-floor eligible nodes, blocked schedule
-    # search) decide exactly as the dense ones; force them on the same scenario.
+    # The large-cluster forms of the numpy subroutine (per-floor eligible nodes, blocked
+    # schedule search) decide exactly as the dense ones; force them on the same scenario.
+    monkeypatch.setenv("HETSCHED_NUMBA", "0")
     monkeypatch.setattr(hadar_dual, "_DENSE_CELLS", 0)
     monkeypatch.setattr(hadar_dual, "_DENSE_SCHEDULE", 0)
     assert _fingerprint(Hadar()) == HADAR_FINGERPRINT
@@ -367,14 +368,20 @@ def _same_plan(a: object, b: object) -> bool:
 
 
 @pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("numpy_form", ["dense", "large"])
 def test_compiled_subroutine_equals_numpy_bit_for_bit(
-    seed: int, monkeypatch: pytest.MonkeyPatch
+    seed: int, numpy_form: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Every subroutine call of a run, repeated on the numpy path, gives the identical plan."""
+    """Every subroutine call of a run, repeated on the numpy path (its small- or its
+    large-cluster form), gives the identical plan."""
     _numba_or_skip()
     import os
 
     from hetsched.baselines import hadar_dual
+
+    if numpy_form == "large":
+        monkeypatch.setattr(hadar_dual, "_DENSE_CELLS", 0)
+        monkeypatch.setattr(hadar_dual, "_DENSE_SCHEDULE", 0)
 
     orig = hadar_dual.HadarDual.dual_subroutine
     compared = {"calls": 0, "ref": 0}

@@ -6,6 +6,13 @@ the same results: a dense one over every node at once (small clusters: fewest nu
 one that visits only each speed floor's eligible nodes, in price order and only as deep as the
 gang's last GPU (large clusters). Likewise the completion-slot search runs in one block when it
 is small and in blocks of growing size, each as wide as its first row's cut, when it is large.
+
+Where numba is available, :meth:`HadarDual.dual_subroutine` runs the compiled kernels of
+:mod:`hetsched.baselines.hadar_kernels` instead: the same plans bit for bit, with one compiled
+call for the candidate search and one for every floor's schedule search (the numpy code here is
+their reference). The numpy path also runs for the ``sigmoid`` utility (its ``exp`` may differ
+in the last bit when compiled) and for a window with one computed column (numpy sums that
+column pairwise), and with ``HETSCHED_NUMBA=0``.
 """
 
 from __future__ import annotations
@@ -217,75 +224,7 @@ class HadarDual:
             return None
         if He < 2:  # one column: numpy sums it pairwise, the kernels sequentially
             return False
-        price = np.ascontiguousarray(price)  # one array layout: one compiled specialisation
-        order = np.ascontiguousarray(order)
-        z = np.zeros(0, dtype=np.int64)
-        ref_n, ref_g = (ref[0], ref[1]) if ref is not None and ref[0].size else (z, z)
-        disc = max(0.0, 1.0 - info.restart_s / self.round_s) if self.switch_aware else 1.0
-        take, _, b_cost, b_prog, kind, level, single_node, rn, rg, rcnt = hadar_kernels.compiled(
-            "slots"
-        )(
-            info.rate,
-            info.rate_spread,
-            self._size,
-            levels,
-            free,
-            price,
-            order,
-            info.n,
-            self._cmax,
-            self.round_s,
-            disc,
-            self.sticky,
-            np.ascontiguousarray(ref_n, dtype=np.int64),
-            np.ascontiguousarray(ref_g, dtype=np.int64),
-            self.horizon,
-        )
-        fl, slots, prog, e_s, e_n, e_g, _, cost, util, mu, finish, partial = hadar_kernels.compiled(
-            "best"
-        )(
-            b_cost,
-            b_prog,
-            kind,
-            level,
-            single_node,
-            rn,
-            rg,
-            rcnt,
-            take,
-            order,
-            free,
-            price,
-            W,
-            self.now_time,
-            info.arrival,
-            self.round_s,
-            info.t_star,
-            hadar_kernels.UTILITY_CODES[self.utility],
-            self.weight,
-            self.kappa,
-            self.utility_floor,
-            info.n,
-            self._size,
-            info.rate,
-            info.rate_spread,
-            disc,
-        )
-        if fl < 0:
-            return None
-        return HadarPlan(
-            job=j,
-            slots=slots,
-            progress=prog,
-            entry_slot=e_s,
-            entry_node=e_n,
-            entry_gpus=e_g,
-            cost=float(cost),
-            utility=float(util),
-            mu=float(mu),
-            finish_s=float(finish),
-            partial=bool(partial),
-        )
+        return hadar_kernels.compiled_plan(self, j, info, ref, W, levels, free, price, order)
 
     def _candidates_dense(
         self,

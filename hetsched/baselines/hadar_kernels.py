@@ -1,21 +1,31 @@
 """Compiled kernels of Hadar's dual subroutine (optional: used when numba is installed).
 
 The vectorised numpy code of :mod:`hetsched.baselines.hadar_dual` is the reference: it is what
-the docstrings specify and what runs without numba. On a small cluster (``sia_64``: 11 nodes)
-one subroutine call is a few hundred numpy calls on arrays of a few hundred elements, so its time
-is mostly per-call overhead, and busy rounds make hundreds of calls (re-plans of waiting jobs,
-backfilling). The kernel here fuses the costliest part, the completion-slot search of
-:meth:`~hetsched.baselines.hadar_dual.HadarDual._best_schedule` (rank the slots by cost per
-progress, then for every completion slot take slots in rank order until the work is covered),
-into one compiled loop.
+the docstrings specify and what runs without numba. On ``sia_64`` (11 nodes) one subroutine call
+is several hundred numpy calls on arrays of a few hundred elements, so its time is mostly
+per-call overhead, and busy rounds make hundreds of calls (re-plans of waiting jobs,
+backfilling). Two compiled calls replace it:
 
-The kernel performs the same IEEE operations in the same order as the reference (sequential
-sums, a stable sort), so its results are identical bit for bit; ``tests/baselines/test_hadar.py``
-checks this on random inputs and through the decision fingerprint.
+* ``slots`` (:func:`hadar_kernel_place.slot_choices_dense`): the cheapest placement per unit
+  of progress in every slot for every speed floor, with the reference placement and the
+  restart discount;
+* ``best`` (:func:`hadar_kernel_search.best_plan`): for every floor, the greedy search over
+  completion slots (``schedule``), the utility, the stabilised placement entries (``plan``),
+  and the floor with the best payoff.
+
+The kernels perform the same IEEE operations in the same order as the reference (sequential
+sums where numpy sums sequentially, numpy's pairwise order where it sums pairwise, a stable
+sort), so their plans are identical bit for bit; ``tests/baselines/test_hadar.py`` checks every
+subroutine call of random runs against both numpy forms, and the decision fingerprint. They
+cover the ``linear``, ``step`` and ``constant`` utilities (``sigmoid`` uses numpy's ``exp``,
+which a compiled ``exp`` may not match in the last bit) and windows of two or more computed
+columns (numpy sums a single column pairwise).
 
 numba ships in the ``rl`` extra. ``HETSCHED_NUMBA=0`` in the environment selects the numpy path
-(the same switch as :mod:`hetsched.envs.kernels`); so does a missing or broken numba. The kernel
-is compiled on first use and cached on disk (numba's ``cache=True``).
+(the same switch as :mod:`hetsched.envs.kernels`); so does a missing or broken numba. The
+kernels are compiled on first use and cached on disk (numba's ``cache=True``), so only the first
+process after an install or a change of their source pays the compile time (tens of seconds on
+the 2-core development machine); later processes load them in well under a second.
 """
 
 from __future__ import annotations
@@ -23,12 +33,21 @@ from __future__ import annotations
 import functools
 import os
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from hetsched.baselines import hadar_kernel_place as _place
+from hetsched.baselines import hadar_kernel_search as _search
+from hetsched.baselines.hadar_plan import FloatArray, HadarPlan, IntArray, _JobInfo
+
+if TYPE_CHECKING:
+    from hetsched.baselines.hadar_dual import HadarDual
+
 #: Set to "0" to use the numpy reference path even when numba is installed.
 ENV_VAR = "HETSCHED_NUMBA"
+#: Utility shapes the kernels evaluate themselves (``sigmoid`` needs numpy's ``exp``).
+UTILITY_CODES = {"linear": 0, "step": 1, "constant": 2}
 
 
 @functools.cache
@@ -49,6 +68,12 @@ def numba_module() -> ModuleType | None:
 
 
 _compiled: dict[str, Any] = {}
+_KERNELS = {
+    "schedule": _search.schedule_search,
+    "slots": _place.slot_choices_dense,
+    "plan": _place.plan_entries,
+    "best": _search.best_plan,
+}
 
 
 def get(name: str) -> Any | None:
@@ -60,31 +85,27 @@ def get(name: str) -> Any | None:
 
 
 def compiled(name: str) -> Any:
-    """The compiled kernel ``name``; only call it when :func:`numba_module` is not None."""
+    """The compiled kernel ``name``; only call it when :func:`numba_module` is not None.
+
+    A kernel's helpers are globals of its module, looked up when it compiles: they are replaced
+    by their compiled forms first.
+    """
     fn = _compiled.get(name)
-    if fn is None:
-        nb = numba_module()
-        assert nb is not None
-        # Helpers are looked up as globals: compile them first.
-        if name in ("slots", "plan") and "_rate_of" not in _compiled:
-            _compiled["_rate_of"] = globals()["_rate_of"] = _jit(nb, _rate_of_py)
-        if name == "plan" and "_pairwise_sum" not in _compiled:
-            _compiled["_block_sum"] = globals()["_block_sum"] = _jit(nb, _block_sum_py)
-            _compiled["_pairwise_sum"] = globals()["_pairwise_sum"] = _jit(nb, _pairwise_sum_py)
-        if name == "best":
-            for helper in ("schedule", "plan"):
-                compiled(helper)
-            globals()["_schedule"] = _compiled["schedule"]
-            globals()["_plan"] = _compiled["plan"]
-            _compiled["_utility"] = globals()["_utility"] = _jit(nb, _utility_py)
-        py = {
-            "schedule": schedule_search,
-            "slots": slot_choices_dense,
-            "plan": plan_entries,
-            "best": best_plan,
-        }[name]
-        fn = _jit(nb, py)
-        _compiled[name] = fn
+    if fn is not None:
+        return fn
+    nb = numba_module()
+    assert nb is not None, "compiled() needs numba: check numba_module() first"
+    if "rate" not in _compiled:
+        _compiled["rate"] = _place._rate_of = _jit(nb, _place._rate_of_py)
+        _compiled["block"] = _place._block_sum = _jit(nb, _place._block_sum_py)
+        psum = _jit(nb, _place._pairwise_sum_py)
+        _compiled["psum"] = _place._pairwise_sum = _search._pairwise_sum = psum
+        _compiled["utility"] = _search._utility = _jit(nb, _search._utility_py)
+    if name == "best":
+        _search._schedule = compiled("schedule")
+        _search._plan = compiled("plan")
+    fn = _jit(nb, _KERNELS[name])
+    _compiled[name] = fn
     return fn
 
 
@@ -96,688 +117,92 @@ def _jit(nb: ModuleType, py: Any) -> Any:
         return nb.njit(cache=False, error_model="numpy", nogil=True)(py)
 
 
-def schedule_search(
-    cost: Any, prog: Any, work: float, he: int
-) -> tuple[int, int, Any, Any, Any, Any, Any]:
-    """Greedy schedules for every completion slot (plain-Python form of the kernel).
-
-    The same search as the non-partial branch of ``HadarDual._best_schedule`` with
-    :func:`hetsched.baselines.hadar_plan._greedy_cuts`: the slots up to the last useful
-    completion slot are ranked by cost per progress (stable, infeasible ones last); for each
-    completion slot tau from the first one by which the work can be done, the slots ``<= tau``
-    with progress are taken in rank order until their progress reaches the work.
-
-    Args:
-        cost: Cost per slot of the window, shape (H,) (inf where infeasible).
-        prog: Progress per slot in work units, shape (H,) (0 where infeasible).
-        work: Work to cover W (the search covers ``W (1 - 1e-12)``).
-        he: Computed columns: slots from ``he`` on repeat slot ``he - 1``.
-
-    Returns:
-        ``(tau_min, T, k, C, last, sig, pos)``: the first completion slot and the number of
-        ranked slots (``T = 0``: the window cannot cover the work, a partial plan); per
-        completion slot ``tau_min .. T - 1`` the rank of the last slot taken, the summed cost in
-        rank order and the latest slot taken, shape (T - tau_min,); the slots by rank and
-        whether each ranked slot has progress, shape (T,).
-    """
-    H = cost.shape[0]
-    wt = work * (1.0 - 1e-12)
-    acc = 0.0
-    tau_min = -1
-    for t in range(H):
-        acc += prog[t]
-        if tau_min < 0 and acc >= wt:
-            tau_min = t
-    if not acc >= wt:  # partial: the caller's numpy branch handles it
-        e_i = np.zeros(0, dtype=np.int64)
-        return 0, 0, e_i, np.zeros(0), e_i, e_i, np.zeros(0, dtype=np.bool_)
-    tau_max = H - 1
-    p0 = prog[he - 1]
-    if he < H and p0 > 0:
-        q = work / p0
-        if q < H:
-            tau_max = min(H - 1, he - 1 + int(np.ceil(q)))
-    T = tau_max + 1
-    ratio = np.empty(T)
-    for t in range(T):
-        ratio[t] = cost[t] / prog[t] if prog[t] > 0 else np.inf
-    sig = np.argsort(ratio, kind="mergesort")
-    p_sig = np.empty(T)
-    c_sig = np.empty(T)
-    pos = np.empty(T, dtype=np.bool_)
-    for r in range(T):
-        p_sig[r] = prog[sig[r]]
-        c_sig[r] = cost[sig[r]]
-        pos[r] = p_sig[r] > 0
-    R = T - tau_min
-    k = np.zeros(R, dtype=np.int64)
-    c_out = np.zeros(R)
-    last = np.zeros(R, dtype=np.int64)
-    for i in range(R):
-        tau = tau_min + i
-        a = 0.0
-        c = 0.0
-        lst = -1
-        found = False
-        for r in range(T):
-            if pos[r] and sig[r] <= tau:
-                a += p_sig[r]
-                c += c_sig[r]
-                if sig[r] > lst:
-                    lst = sig[r]
-            if a >= wt:
-                k[i] = r
-                c_out[i] = c
-                last[i] = lst
-                found = True
-                break
-        if not found:  # numpy's argmax of an all-False row: rank 0
-            m0 = pos[0] and sig[0] <= tau
-            k[i] = 0
-            c_out[i] = c_sig[0] if m0 else 0.0
-            last[i] = sig[0] if m0 else -1
-    return tau_min, T, k, c_out, last, sig, pos
-
-
-def _rate_of_py(nodes: Any, cnt: int, n: int, size: Any, r: Any, rs: Any) -> float:
-    """``HadarDual._placement_rate`` of the first ``cnt`` entries of ``nodes``."""
-    if cnt == 0:
-        return 0.0
-    mx = 0
-    for i in range(cnt):
-        if size[nodes[i]] > mx:
-            mx = size[nodes[i]]
-    need = -(-n // mx)
-    out = np.inf
-    for i in range(cnt):
-        v = rs[nodes[i]] if cnt > need else r[nodes[i]]
-        if v < out:
-            out = v
-    return out
-
-
-_rate_of = _rate_of_py  # replaced by its compiled form when the "slots" kernel is compiled
-
-
-def slot_choices_dense(
-    r: Any,
-    rs: Any,
-    size: Any,
-    levels: Any,
-    free: Any,
-    price: Any,
-    order: Any,
-    n: int,
-    cmax: float,
-    D: float,
-    disc: float,
-    sticky: bool,
-    ref_nodes: Any,
-    ref_gpus: Any,
-    H: int,
-) -> tuple[Any, Any, Any, Any, Any, Any, Any, Any, Any, Any]:
-    """Cheapest placement per progress in every slot and speed floor (plain-Python form).
-
-    The same computation as ``HadarDual._candidates_dense`` followed by the per-floor loop of
-    ``HadarDual._slot_choices`` (reference placement and restart discount included), for
-    ``He >= 2`` computed columns (with one column numpy sums pairwise; the caller uses numpy).
+def compiled_plan(
+    pol: HadarDual,
+    j: int,
+    info: _JobInfo,
+    ref: tuple[IntArray, IntArray] | None,
+    W: float,
+    levels: FloatArray,
+    free: IntArray,
+    price: FloatArray,
+    order: IntArray,
+) -> HadarPlan | None:
+    """``pol.dual_subroutine(j, ...)`` by the ``slots`` and ``best`` kernels (the same plan).
 
     Args:
-        r, rs: The job's packed and spread rate per node, shape (N,) (0 = ineligible).
-        size: GPUs per node, shape (N,).
-        levels: Speed floors, fastest first, shape (Lv,).
-        free, price, order: Free GPUs, price and nodes by ascending price per slot, shape
-            (N, He).
-        n: Gang size. cmax: largest node size. D: slot length in seconds.
-        disc: Progress factor of a slot that moves the job. sticky: keep the reference
-            placement wherever it is free.
-        ref_nodes, ref_gpus: The job's current placement, shape (R,) (R = 0: none).
-        H: Window length (columns ``He .. H - 1`` repeat column ``He - 1``).
+        pol: The policy (its settings, node sizes and current time).
+        j: Job index. info: its constants. ref: its current placement, if any. W: work to plan.
+        levels: The job's speed floors, fastest first, shape (Lv,) (Lv >= 1).
+        free, price, order: The window's computed columns (``HadarDual._window``), shape
+            (N, He) with He >= 2.
 
     Returns:
-        ``(take, single, b_cost, b_prog, kind, level, single_node, rn, rg, rcnt)``: GPUs per
-        price-ordered position, shape (Lv, N, He); the single-node candidate per floor, shape
-        (Lv, He); per floor the chosen cost and progress, shape (Lv, H), the kind, level and
-        single node, shape (Lv, He); and each floor's reference placement, shape (Lv, max(N, R))
-        with its length in ``rcnt``, shape (Lv,).
+        The best plan, or None when no slot of the window can run the job.
     """
-    N, He = free.shape
-    Lv = levels.shape[0]
-    R0 = ref_nodes.shape[0]
-    take = np.zeros((Lv, N, He), dtype=np.int64)
-    single = np.zeros((Lv, He), dtype=np.int64)
-    cand_cost = np.empty((2 * Lv, He))
-    cand_rate = np.empty((2 * Lv, He))
-    for lv in range(Lv):
-        lvl = levels[lv]
-        for t in range(He):
-            cum = 0
-            cost = 0.0
-            nn = 0
-            maxc = 0
-            rate_p = np.inf
-            rate_s = np.inf
-            for p in range(N):
-                node = order[p, t]
-                av = free[node, t] if r[node] >= lvl else 0
-                before = cum
-                cum += av
-                g = n - before
-                if g < 0:
-                    g = 0
-                if g > av:
-                    g = av
-                take[lv, p, t] = g
-                cost += g * price[node, t]
-                if g > 0:
-                    nn += 1
-                    if size[node] > maxc:
-                        maxc = size[node]
-                    if r[node] < rate_p:
-                        rate_p = r[node]
-                    if rs[node] < rate_s:
-                        rate_s = rs[node]
-                if cum >= n:  # the later positions take nothing (and add +0.0 to the cost)
-                    break
-            spread = nn > -(-n // max(maxc, 1))
-            rm = rate_s if spread else rate_p
-            cand_cost[Lv + lv, t] = cost
-            cand_rate[Lv + lv, t] = rm if (cum >= n and np.isfinite(rm)) else 0.0
-            # Single node: the cheapest eligible node holding the gang (more free on ties).
-            best = np.inf
-            bi = 0
-            for node in range(N):
-                if r[node] >= lvl and free[node, t] >= n:
-                    key = price[node, t] * (1.0 + 1e-7 * free[node, t] / cmax)
-                    if key < best:
-                        best = key
-                        bi = node
-            single[lv, t] = bi
-            cand_cost[lv, t] = n * price[bi, t]
-            cand_rate[lv, t] = r[bi] if np.isfinite(best) else 0.0
-    ratio = np.empty((2 * Lv, He))
-    for c in range(2 * Lv):
-        for t in range(He):
-            if cand_rate[c, t] > 0:
-                ratio[c, t] = cand_cost[c, t] / (cand_rate[c, t] * D)
-            else:
-                ratio[c, t] = np.inf
-    ref_rate = _rate_of(ref_nodes, R0, n, size, r, rs)
-    Rm = max(N, R0)
-    rn = np.zeros((Lv, Rm), dtype=np.int64)
-    rg = np.zeros((Lv, Rm), dtype=np.int64)
-    rcnt = np.zeros(Lv, dtype=np.int64)
-    b_cost = np.empty((Lv, H))
-    b_prog = np.empty((Lv, H))
-    kind = np.empty((Lv, He), dtype=np.int64)
-    level = np.empty((Lv, He), dtype=np.int64)
-    single_node = np.empty((Lv, He), dtype=np.int64)
-    bc = np.empty(He)
-    bp = np.empty(He)
-    for fl in range(Lv):
-        first = -1
-        for t in range(He):
-            best = 0
-            bv = ratio[0, t]
-            for c in range(1, 2 * Lv):
-                lvc = c if c < Lv else c - Lv
-                v = ratio[c, t] if lvc <= fl else np.inf
-                if v < bv:
-                    bv = v
-                    best = c
-            bc[t] = cand_cost[best, t]
-            bp[t] = cand_rate[best, t] * D if np.isfinite(bv) else 0.0
-            kind[fl, t] = 1 if best < Lv else 0
-            lvb = best if best < Lv else best - Lv
-            level[fl, t] = lvb
-            single_node[fl, t] = single[lvb, t]
-            if first < 0 and bp[t] > 0:
-                first = t
-        # Reference placement: where the job runs now, else its first feasible placement.
-        if R0 > 0 and ref_rate >= levels[fl] * (1 - 1e-9):
-            cnt = R0
-            for i in range(R0):
-                rn[fl, i] = ref_nodes[i]
-                rg[fl, i] = ref_gpus[i]
-            rr = ref_rate
-        else:
-            cnt = 0
-            if first >= 0:
-                t = first
-                if kind[fl, t] == 1:
-                    rn[fl, 0] = single_node[fl, t]
-                    rg[fl, 0] = n
-                    cnt = 1
-                else:
-                    lvb = level[fl, t]
-                    for p in range(N):
-                        g = take[lvb, p, t]
-                        if g != 0:
-                            rn[fl, cnt] = order[p, t]
-                            rg[fl, cnt] = g
-                            cnt += 1
-            rr = _rate_of(rn[fl], cnt, n, size, r, rs)
-        rcnt[fl] = cnt
-        if cnt > 0 and rr > 0:
-            prog_r = rr * D
-            for t in range(He):
-                ok = True
-                cost_r = 0.0
-                for i in range(cnt):
-                    if free[rn[fl, i], t] < rg[fl, i]:
-                        ok = False
-                    cost_r += rg[fl, i] * price[rn[fl, i], t]
-                prog_b = bp[t] * disc
-                ratio_b = bc[t] / prog_b if prog_b > 0 else np.inf
-                ratio_r = cost_r / prog_r if ok else np.inf
-                if ok and (sticky or ratio_r <= ratio_b):
-                    bc[t] = cost_r
-                    bp[t] = prog_r
-                    kind[fl, t] = 2
-                else:
-                    bp[t] = prog_b
-        for t in range(He):
-            b_cost[fl, t] = bc[t] if bp[t] > 0 else np.inf
-            b_prog[fl, t] = bp[t]
-        for t in range(He, H):
-            b_cost[fl, t] = b_cost[fl, He - 1]
-            b_prog[fl, t] = b_prog[fl, He - 1]
-    return take, single, b_cost, b_prog, kind, level, single_node, rn, rg, rcnt
-
-
-def _block_sum_py(a: Any, lo: int, n: int) -> float:
-    """numpy's pairwise summation of a block of at most 128 elements ``a[lo : lo + n]``."""
-    if n < 8:
-        res = 0.0
-        for i in range(lo, lo + n):
-            res += a[i]
-        return res
-    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
-    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
-    i = 8
-    while i < n - (n % 8):
-        r0 += a[lo + i]
-        r1 += a[lo + i + 1]
-        r2 += a[lo + i + 2]
-        r3 += a[lo + i + 3]
-        r4 += a[lo + i + 4]
-        r5 += a[lo + i + 5]
-        r6 += a[lo + i + 6]
-        r7 += a[lo + i + 7]
-        i += 8
-    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    while i < n:
-        res += a[lo + i]
-        i += 1
-    return res
-
-
-_block_sum = _block_sum_py  # replaced by its compiled form with the "plan" kernel
-
-
-def _pairwise_sum_py(a: Any) -> float:
-    """``a.sum()`` for a 1-D float array in numpy's order (pairwise: blocks of at most 128
-    elements, halved at multiples of 8 and summed left + right), without recursion."""
-    n = a.shape[0]
-    if n <= 128:
-        return _block_sum(a, 0, n)
-    # Explicit stack of (lo, n, left value or NaN while the left half is pending).
-    lo_s = np.zeros(64, dtype=np.int64)
-    n_s = np.zeros(64, dtype=np.int64)
-    left = np.full(64, np.nan)
-    lo_s[0], n_s[0] = 0, n
-    top = 0
-    val = 0.0
-    have = False  # ``val`` holds a finished sum to hand to the frame below ``top``
-    while True:
-        if not have:
-            m = n_s[top]
-            if m <= 128:
-                val = _block_sum(a, lo_s[top], m)
-                have = True
-                top -= 1
-            else:
-                n2 = m // 2
-                n2 -= n2 % 8
-                top += 1
-                lo_s[top], n_s[top] = lo_s[top - 1], n2
-                left[top - 1] = np.nan
-                continue
-        if top < 0:
-            return val
-        m = n_s[top]
-        n2 = m // 2
-        n2 -= n2 % 8
-        if np.isnan(left[top]):  # the left half is done: start the right half
-            left[top] = val
-            have = False
-            top += 1
-            lo_s[top], n_s[top] = lo_s[top - 1] + n2, m - n2
-        else:
-            val = left[top] + val
-            top -= 1
-
-
-_pairwise_sum = _pairwise_sum_py  # replaced by its compiled form with the "plan" kernel
-
-
-def plan_entries(
-    chosen: Any,
-    kind: Any,
-    level: Any,
-    single: Any,
-    take: Any,
-    tnode: Any,
-    ref_nodes: Any,
-    ref_gpus: Any,
-    free: Any,
-    price: Any,
-    n: int,
-    size: Any,
-    r: Any,
-    rs: Any,
-    D: float,
-    disc: float,
-) -> tuple[Any, Any, Any, Any, float]:
-    """Placement entries of the chosen slots, stabilised (plain-Python form of the kernel).
-
-    The same computation as ``HadarDual._plan_entries`` followed by ``HadarDual._stabilise``:
-    entries of multi-node slots, then single-node slots, then reference-placement slots; then,
-    in time order, each placement is kept in the later chosen slots while its GPUs stay free.
-
-    Args:
-        chosen: Chosen slots, ascending, shape (S,).
-        kind, level, single: Per computed column, the kind (0 multi-node, 1 single node,
-            2 reference), speed floor and single node of the slot's placement, shape (He,).
-        take, tnode: GPUs per price-ordered position and the node there, shape (Lv, P, He).
-        ref_nodes, ref_gpus: The floor's reference placement, shape (R,).
-        free, price: Free GPUs and price per node and computed column, shape (N, He).
-        n: Gang size. size: GPUs per node, shape (N,). r, rs: packed and spread rate per node.
-        D: Slot length in seconds. disc: progress factor of a slot after a move.
-
-    Returns:
-        ``(slot, node, gpus, progress, cost)``: the entries, shape (E,), the estimated progress
-        per chosen slot, shape (S,), and the entries' cost at ``price`` (numpy's pairwise sum).
-    """
-    He = free.shape[1]
-    S = chosen.shape[0]
-    P = take.shape[1]
-    R = ref_nodes.shape[0]
-    col = np.empty(S, dtype=np.int64)
-    for i in range(S):
-        col[i] = min(chosen[i], He - 1)
-    # _plan_entries: kind 0, then kind 1, then kind 2 entries.
-    cap = 0
-    for i in range(S):
-        cap += P if kind[col[i]] == 0 else (1 if kind[col[i]] == 1 else R)
-    es = np.empty(cap, dtype=np.int64)
-    en = np.empty(cap, dtype=np.int64)
-    eg = np.empty(cap, dtype=np.int64)
-    e = 0
-    for i in range(S):
-        c = col[i]
-        if kind[c] == 0:
-            lv = level[c]
-            for p in range(P):
-                g = take[lv, p, c]
-                if g != 0:
-                    es[e] = chosen[i]
-                    en[e] = tnode[lv, p, c]
-                    eg[e] = g
-                    e += 1
-    for i in range(S):
-        c = col[i]
-        if kind[c] == 1:
-            es[e] = chosen[i]
-            en[e] = single[c]
-            eg[e] = n
-            e += 1
-    for i in range(S):
-        if kind[col[i]] == 2:
-            for q in range(R):
-                es[e] = chosen[i]
-                en[e] = ref_nodes[q]
-                eg[e] = ref_gpus[q]
-                e += 1
-    E = e
-    # _stabilise: segments of chosen slots that keep the placement of their first slot.
-    starts = np.empty(S, dtype=np.int64)
-    nseg = 0
-    i = 0
-    while i < S:
-        starts[nseg] = i
-        nseg += 1
-        nxt = S
-        for j in range(i + 1, S):
-            ok = True
-            for q in range(E):
-                if es[q] == chosen[i] and free[en[q], col[j]] < eg[q]:
-                    ok = False
-                    break
-            if not ok:
-                nxt = j
-                break
-        i = nxt
-    total = 0
-    for g in range(nseg):
-        s0 = chosen[starts[g]]
-        cnt = 0
-        for q in range(E):
-            if es[q] == s0:
-                cnt += 1
-        hi = starts[g + 1] if g + 1 < nseg else S
-        total += cnt * (hi - starts[g])
-    ns = np.empty(total, dtype=np.int64)
-    nn = np.empty(total, dtype=np.int64)
-    ng = np.empty(total, dtype=np.int64)
-    progress = np.zeros(S)
-    nodes = np.empty(E, dtype=np.int64)
-    o = 0
-    for g in range(nseg):
-        s0 = chosen[starts[g]]
-        cnt = 0
-        for q in range(E):
-            if es[q] == s0:
-                nodes[cnt] = q
-                cnt += 1
-        seg_nodes = np.empty(cnt, dtype=np.int64)
-        for q in range(cnt):
-            seg_nodes[q] = en[nodes[q]]
-        rate = _rate_of(seg_nodes, cnt, n, size, r, rs)
-        hi = starts[g + 1] if g + 1 < nseg else S
-        f = disc if g > 0 else 1.0
-        for i in range(starts[g], hi):
-            progress[i] = rate * D * f
-            for q in range(cnt):
-                ns[o] = chosen[i]
-                nn[o] = en[nodes[q]]
-                ng[o] = eg[nodes[q]]
-                o += 1
-    vals = np.empty(total)
-    for q in range(total):
-        vals[q] = ng[q] * price[nn[q], min(ns[q], He - 1)]
-    return ns, nn, ng, progress, _pairwise_sum(vals)
-
-
-#: Utility shapes the fused kernel evaluates itself (``sigmoid`` needs numpy's ``exp``).
-UTILITY_CODES = {"linear": 0, "step": 1, "constant": 2}
-
-
-def _utility_py(
-    code: int, jct: float, t_star: float, weight: float, kappa: float, floor: float
-) -> float:
-    """``hadar_plan.utility_value`` for one JCT (linear, step or constant shape)."""
-    d = jct / max(t_star, 1e-9)
-    if code == 0:
-        v = 1.0 - (d - 1.0) / kappa
-    elif code == 1:
-        v = 1.0 if d <= kappa else 0.0
-    else:
-        v = 1.0
-    return weight * min(max(v, floor), 1.0)
-
-
-def best_plan(
-    b_cost: Any,
-    b_prog: Any,
-    kind: Any,
-    level: Any,
-    single_node: Any,
-    rn: Any,
-    rg: Any,
-    rcnt: Any,
-    take: Any,
-    order: Any,
-    free: Any,
-    price: Any,
-    work: float,
-    now: float,
-    arrival: float,
-    D: float,
-    t_star: float,
-    code: int,
-    weight: float,
-    kappa: float,
-    floor: float,
-    n: int,
-    size: Any,
-    r: Any,
-    rs: Any,
-    disc: float,
-) -> tuple[int, Any, Any, Any, Any, Any, Any, float, float, float, float, bool]:
-    """The best plan over every speed floor (plain-Python form of the fused kernel).
-
-    For each floor, the schedule search of ``HadarDual._best_schedule`` (full or partial plan),
-    its utility, and its stabilised entries; the floor with the highest ``mu`` wins (the first
-    on ties), as in ``HadarDual.dual_subroutine``.
-
-    Args:
-        b_cost, b_prog: Cost and progress per floor and slot, shape (Lv, H).
-        kind, level, single_node: Per floor and computed column, shape (Lv, He).
-        rn, rg, rcnt: Each floor's reference placement and its length (see
-            :func:`slot_choices_dense`).
-        take: GPUs per price-ordered position, shape (Lv, N, He).
-        order: Nodes by ascending price per computed column, shape (N, He).
-        free, price: Free GPUs and price per node and computed column, shape (N, He).
-        work: Work W to plan. now: current time (s). arrival: the job's arrival (s).
-        D: slot length (s). t_star, code, weight, kappa, floor: the utility (``code`` from
-            :data:`UTILITY_CODES`).
-        n, size, r, rs, disc: the gang size, node sizes, rates and restart discount.
-
-    Returns:
-        ``(floor, slots, progress, entry_slot, entry_node, entry_gpus, sum, cost, utility, mu,
-        finish, partial)``: the winning floor (-1: no feasible slot, the other fields unused)
-        and its plan.
-    """
-    Lv, H = b_cost.shape
-    He = free.shape[1]
-    tnode = np.empty(take.shape, dtype=np.int64)
-    for lv in range(Lv):
-        tnode[lv] = order
-    e_i = np.zeros(0, dtype=np.int64)
-    best = -1
-    b_mu = -np.inf
-    out_slots, out_prog = e_i, np.zeros(0)
-    out_s, out_n, out_g = e_i, e_i, e_i
-    out_cost, out_u, out_fin, out_part = 0.0, 0.0, 0.0, False
-    base_t = now - arrival
-    for fl in range(Lv):
-        cost = b_cost[fl]
-        prog = b_prog[fl]
-        nf = 0
-        for t in range(H):
-            if prog[t] > 0:
-                nf += 1
-        if nf == 0:
-            continue
-        tau_min, T, k, C, lst, sig, pos = _schedule(cost, prog, work, He)
-        partial = T == 0
-        if not partial:
-            i_best = 0
-            v_best = -np.inf
-            for i in range(k.shape[0]):
-                jct = base_t + (lst[i] + 1) * D
-                v = _utility(code, jct, t_star, weight, kappa, floor) - C[i]
-                if i == 0 or v > v_best:
-                    v_best = v
-                    i_best = i
-            tau = tau_min + i_best
-            ki = k[i_best] + 1
-            cnt = 0
-            for q in range(ki):
-                if sig[q] <= tau and pos[q]:
-                    cnt += 1
-            chosen = np.empty(cnt, dtype=np.int64)
-            cnt = 0
-            for q in range(ki):
-                if sig[q] <= tau and pos[q]:
-                    chosen[cnt] = sig[q]
-                    cnt += 1
-            chosen = np.sort(chosen)
-            fbest = _utility(code, base_t + (lst[i_best] + 1) * D, t_star, weight, kappa, floor)
-            finish = now + (lst[i_best] + 1) * D
-            total = 0.0
-        else:
-            chosen = np.empty(nf, dtype=np.int64)
-            pv = np.empty(nf)
-            cv = np.empty(nf)
-            nf = 0
-            pmax = prog[0]
-            for t in range(H):
-                if prog[t] > pmax:
-                    pmax = prog[t]
-                if prog[t] > 0:
-                    chosen[nf] = t
-                    pv[nf] = prog[t]
-                    cv[nf] = cost[t]
-                    nf += 1
-            P = _pairwise_sum(pv)
-            rate_best = pmax / D
-            finish = now + (chosen[nf - 1] + 1) * D + (work - P) / rate_best
-            total = _pairwise_sum(cv) * work / P
-            fbest = _utility(code, finish - arrival, t_star, weight, kappa, floor)
-        c = rcnt[fl]
-        es, en, eg, progress, c_new = _plan(
-            chosen,
-            kind[fl],
-            level[fl],
-            single_node[fl],
-            take,
-            tnode,
-            rn[fl, :c],
-            rg[fl, :c],
-            free,
-            price,
-            n,
-            size,
-            r,
-            rs,
-            D,
-            disc,
-        )
-        if not partial:
-            total = c_new
-        mu = fbest - total
-        if best < 0 or mu > b_mu:
-            best, b_mu = fl, mu
-            out_slots, out_prog, out_s, out_n, out_g = chosen, progress, es, en, eg
-            out_cost, out_u, out_fin, out_part = total, fbest, finish, partial
-    return (
-        best,
-        out_slots,
-        out_prog,
-        out_s,
-        out_n,
-        out_g,
-        0.0,
-        out_cost,
-        out_u,
-        b_mu,
-        out_fin,
-        out_part,
+    price = np.ascontiguousarray(price)  # one array layout: one compiled specialisation
+    order = np.ascontiguousarray(order)
+    z = np.zeros(0, dtype=np.int64)
+    ref_n, ref_g = (ref[0], ref[1]) if ref is not None and ref[0].size else (z, z)
+    D = pol.round_s
+    disc = max(0.0, 1.0 - info.restart_s / D) if pol.switch_aware else 1.0
+    take, _, b_cost, b_prog, kind, level, single_node, rn, rg, rcnt = compiled("slots")(
+        info.rate,
+        info.rate_spread,
+        pol._size,
+        levels,
+        free,
+        price,
+        order,
+        info.n,
+        pol._cmax,
+        D,
+        disc,
+        pol.sticky,
+        np.ascontiguousarray(ref_n, dtype=np.int64),
+        np.ascontiguousarray(ref_g, dtype=np.int64),
+        pol.horizon,
     )
-
-
-_schedule = schedule_search  # replaced by the compiled forms with the "best" kernel
-_plan = plan_entries
-_utility = _utility_py
+    fl, slots, prog, e_s, e_n, e_g, cost, util, mu, finish, partial = compiled("best")(
+        b_cost,
+        b_prog,
+        kind,
+        level,
+        single_node,
+        rn,
+        rg,
+        rcnt,
+        take,
+        order,
+        free,
+        price,
+        W,
+        pol.now_time,
+        info.arrival,
+        D,
+        info.t_star,
+        UTILITY_CODES[pol.utility],
+        pol.weight,
+        pol.kappa,
+        pol.utility_floor,
+        info.n,
+        pol._size,
+        info.rate,
+        info.rate_spread,
+        disc,
+    )
+    if fl < 0:
+        return None
+    return HadarPlan(
+        job=j,
+        slots=slots,
+        progress=prog,
+        entry_slot=e_s,
+        entry_node=e_n,
+        entry_gpus=e_g,
+        cost=float(cost),
+        utility=float(util),
+        mu=float(mu),
+        finish_s=float(finish),
+        partial=bool(partial),
+    )

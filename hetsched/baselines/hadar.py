@@ -84,8 +84,8 @@ Modules: this one holds the policy (price window, plans, acceptance, backfilling
 :mod:`hetsched.baselines.hadar_dual` the dual subroutine (a mixin of :class:`Hadar`),
 :mod:`hetsched.baselines.hadar_plan` the prices, utilities, plan records and schedule search,
 and :mod:`hetsched.baselines.hadar_kernels` the subroutine compiled with numba (used when numba
-is installed; the same plans bit for bit, about 10x faster on ``sia_64``; ``HETSCHED_NUMBA=0``
-runs the numpy reference).
+is installed; the same plans bit for bit, several times faster; ``HETSCHED_NUMBA=0`` runs the
+numpy reference).
 """
 
 import math

@@ -367,7 +367,7 @@ def _same_plan(a: object, b: object) -> bool:
     )
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(8))
 @pytest.mark.parametrize("numpy_form", ["dense", "large"])
 def test_compiled_subroutine_equals_numpy_bit_for_bit(
     seed: int, numpy_form: str, monkeypatch: pytest.MonkeyPatch
@@ -399,7 +399,17 @@ def test_compiled_subroutine_equals_numpy_bit_for_bit(
     monkeypatch.setenv("HETSCHED_NUMBA", "1")
     monkeypatch.setattr(hadar_dual.HadarDual, "dual_subroutine", both)
     cl, wl, tm = _random_case(seed)
-    pol = Hadar(round_s=D, horizon=40, warmup_jobs=3, max_deferrals=3, sticky=seed % 2 == 0)
+    # Every utility shape: sigmoid runs the numpy candidate search with the compiled schedule
+    # search and entries, the others the fused kernels.
+    utility = ("linear", "step", "sigmoid", "constant")[seed % 4]
+    pol = Hadar(
+        round_s=D,
+        horizon=40,
+        warmup_jobs=3,
+        max_deferrals=3,
+        sticky=seed % 2 == 0,
+        utility=utility,
+    )
     pol.reset(cl, wl, tm, np.random.default_rng(seed))
     Simulator(cl, wl, tm, SimConfig(round_s=D)).run(pol)
     assert compared["calls"] > wl.num_jobs  # arrivals, refreshes and backfills all compared

@@ -30,6 +30,13 @@ Examples::
     python scripts/bench_policies.py --policies gavel sia --sizes 2048 --decisions 5
     python scripts/bench_policies.py --out outputs/bench_policies    # also write .md / .csv
     python scripts/bench_policies.py --policies hadar gavel --sizes 64 2048 --compare HEAD~3
+    python scripts/bench_policies.py --policies hadar --sizes 64 --workload main --max-warm 2 \
+        --compare HEAD~3                                          # the main job's busy rounds
+
+``--workload main`` replaces the compressed workload by the main job's (``evaluate.py``'s
+defaults: the ``philly`` preset's 300-job busiest window on ``sia_64``, rigid jobs arriving over
+4.3 min); with a short warm-up its timed rounds are the busy ones, where Hadar re-plans hundreds
+of waiting jobs per round.
 """
 
 from __future__ import annotations
@@ -166,6 +173,18 @@ def make_workload(
     return wl
 
 
+def main_job_workload(cluster: Cluster, tm: ThroughputModel, seed: int) -> Workload:
+    """The main job's workload: the ``philly`` preset's defaults (the 300 jobs of the busiest
+    window, rigid, traced arrivals over 4.3 min) drawn as ``evaluate`` draws seed ``seed``."""
+    from hetsched.envs.presets import resolve_workload
+
+    wl_rng = np.random.default_rng(seed).spawn(1)[0]  # evaluate()'s workload child
+    factory = resolve_workload("philly", {})
+    assert callable(factory)  # a preset name resolves to a factory
+    wl: Workload = factory(throughput=tm, cluster=cluster, rng=wl_rng)
+    return wl
+
+
 def bench_one(
     name: str,
     node: Any,
@@ -267,6 +286,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument(
         "--budget-s", type=float, default=300.0, help="wall budget per (policy, size) cell"
     )
+    ap.add_argument(
+        "--workload",
+        choices=["compressed", "main"],
+        default="compressed",
+        help="compressed: --jobs-per-gpu x GPUs Philly jobs arriving in --arrival-span-s; main: "
+        "the main job's 300-job Philly window (use with --sizes 64: its busy rounds)",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=None, help="write bench_policies.{md,csv} here")
     ap.add_argument("--quick", action="store_true", help="64 and 256 GPUs, 3 warm, 3 timed")
@@ -298,7 +324,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         if gpus not in wl_cache:
             jobs = max(1, round(args.jobs_per_gpu * gpus))
             wl_cache = {
-                gpus: make_workload(
+                gpus: main_job_workload(cluster, tm, args.seed)
+                if args.workload == "main"
+                else make_workload(
                     cluster, tm, jobs, not args.rigid, args.seed, args.arrival_span_s
                 )
             }
@@ -328,8 +356,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"Command: `{cmd.strip()}` on {platform.node() or 'unknown host'} "
         f"({os.cpu_count()} CPUs, Python {platform.python_version()}); "
         f"warm-up min({args.max_warm} rounds, {args.warm_s:.0f} s), then {args.decisions} timed "
-        f"decisions per cell; {args.jobs_per_gpu} Philly jobs per GPU "
-        f"({'rigid' if args.rigid else 'elastic'}, arrivals in {args.arrival_span_s:.0f} s)."
+        f"decisions per cell; "
+        + (
+            "the main job's workload (philly preset, 300 jobs)."
+            if args.workload == "main"
+            else f"{args.jobs_per_gpu} Philly jobs per GPU "
+            f"({'rigid' if args.rigid else 'elastic'}, arrivals in {args.arrival_span_s:.0f} s)."
+        )
     )
     if args.json:
         atomic_write_text(args.json, json.dumps(rows))
@@ -371,6 +404,7 @@ def _worker(tree: Path, policy: str, gpus: int, args: argparse.Namespace) -> dic
             "--warm-s", str(args.warm_s), "--max-warm", str(args.max_warm),
             "--decisions", str(args.decisions), "--arrival-span-s", str(args.arrival_span_s),
             "--budget-s", str(args.budget_s), "--seed", str(args.seed), "--json", str(out),
+            "--workload", args.workload,
         ] + (["--rigid"] if args.rigid else [])  # fmt: skip
         env = {**os.environ, "HETSCHED_SHARED_DATA": str(shared_data_root())}
         res = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)

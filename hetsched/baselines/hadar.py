@@ -81,8 +81,11 @@ node's capacity and counts as a price fall, so deferred and waiting jobs are re-
 Deferrals per job are kept in :attr:`Hadar.deferrals`; :meth:`Hadar.stats` summarises them.
 
 Modules: this one holds the policy (price window, plans, acceptance, backfilling, dispatch);
-:mod:`hetsched.baselines.hadar_dual` the dual subroutine (a mixin of :class:`Hadar`) and
-:mod:`hetsched.baselines.hadar_plan` the prices, utilities, plan records and schedule search.
+:mod:`hetsched.baselines.hadar_dual` the dual subroutine (a mixin of :class:`Hadar`),
+:mod:`hetsched.baselines.hadar_plan` the prices, utilities, plan records and schedule search,
+and :mod:`hetsched.baselines.hadar_kernels` the subroutine compiled with numba (used when numba
+is installed; the same plans bit for bit, several times faster; ``HETSCHED_NUMBA=0`` runs the
+numpy reference).
 """
 
 import math
@@ -92,6 +95,8 @@ import numpy as np
 
 from hetsched.baselines.base import BasePolicy
 from hetsched.baselines.hadar_dual import HadarDual
+from hetsched.baselines.hadar_kernel_search import _utility_py as scalar_utility
+from hetsched.baselines.hadar_kernels import UTILITY_CODES
 from hetsched.baselines.hadar_plan import (
     UTILITIES,
     FloatArray,
@@ -263,6 +268,7 @@ class Hadar(BasePolicy, HadarDual):
         self.now_time = float("nan")
         self._plans: dict[int, _Stored] = {}
         self._info: dict[int, _JobInfo] = {}
+        self._levels_cache = {}
         self._seen = np.zeros(J, dtype=bool)
         self._accepted = np.zeros(J, dtype=bool)
         self._eval_epoch = np.full(J, -1, dtype=np.int64)
@@ -289,6 +295,8 @@ class Hadar(BasePolicy, HadarDual):
         self._L = np.full(K, np.inf)
         self._node_L = np.ones(N)
         self._node_ratio = np.full(N, math.e)
+        self._price_lo = self._node_L[:, None]
+        self._price_hl = (self._node_L * self._node_ratio)[:, None] / self._price_lo
         self._bounds_ready = False
 
     # ------------------------------------------------------------------ prices
@@ -321,6 +329,8 @@ class Hadar(BasePolicy, HadarDual):
         k = self.cluster.node_type
         self._node_L = L[k]
         self._node_ratio = U[k] / L[k]
+        self._price_lo = self._node_L[:, None]
+        self._price_hl = (self._node_L * self._node_ratio)[:, None] / self._price_lo
         self._bounds_ready = True
         self._dirty[:] = True
         self._bump(-1)
@@ -384,7 +394,8 @@ class Hadar(BasePolicy, HadarDual):
         if self._perish and cols[0] == 0:
             # Backfill: the current slot's unreserved GPUs cost the idle price L_k.
             util[:, 0] = down[:, 0] / self._size
-        p = exp_price(util, self._node_L[:, None], (self._node_L * self._node_ratio)[:, None])
+        # exp_price(util, L, U) with L and U / L of every node precomputed (the same values).
+        p = self._price_lo * np.power(self._price_hl, util)
         self._price[:, cols] = p
         free = self._cap[:, None] - use
         # Ties (equal price): prefer the node with more free GPUs, then the lower index.
@@ -610,16 +621,23 @@ class Hadar(BasePolicy, HadarDual):
     def _stored_mu(self, j: int, old: _Stored) -> float:
         """Payoff ``f - cost`` of a released stored plan at the current prices."""
         info = self._info[j]
-        f_old = float(
-            utility_value(
-                self.utility,
-                old.finish_s - info.arrival,
-                info.t_star,
-                weight=self.weight,
-                kappa=self.kappa,
-                floor=self.utility_floor,
+        jct = old.finish_s - info.arrival
+        code = UTILITY_CODES.get(self.utility)
+        if code is not None:  # scalar arithmetic: the same IEEE operations as utility_value
+            f_old = scalar_utility(
+                code, jct, info.t_star, self.weight, self.kappa, self.utility_floor
             )
-        )
+        else:
+            f_old = float(
+                utility_value(
+                    self.utility,
+                    jct,
+                    info.t_star,
+                    weight=self.weight,
+                    kappa=self.kappa,
+                    floor=self.utility_floor,
+                )
+            )
         return f_old - self._plan_cost_now(old)
 
     def _refresh(self, j: int) -> None:

@@ -6,6 +6,13 @@ the same results: a dense one over every node at once (small clusters: fewest nu
 one that visits only each speed floor's eligible nodes, in price order and only as deep as the
 gang's last GPU (large clusters). Likewise the completion-slot search runs in one block when it
 is small and in blocks of growing size, each as wide as its first row's cut, when it is large.
+
+Where numba is available, :meth:`HadarDual.dual_subroutine` runs the compiled kernels of
+:mod:`hetsched.baselines.hadar_kernels` instead: the same plans bit for bit, with one compiled
+call for the candidate search and one for every floor's schedule search (the numpy code here is
+their reference). The numpy path also runs for the ``sigmoid`` utility (its ``exp`` may differ
+in the last bit when compiled) and for a window with one computed column (numpy sums that
+column pairwise), and with ``HETSCHED_NUMBA=0``.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import math
 
 import numpy as np
 
+from hetsched.baselines import hadar_kernels
 from hetsched.baselines.hadar_plan import (
     BoolArray,
     FloatArray,
@@ -60,6 +68,9 @@ class HadarDual:
     _order: IntArray
     _col_load: IntArray
     _bounds_ready: bool
+    _compiled_on: bool = False
+    #: Speed floors per job for the compiled path, with the job info they were computed from.
+    _levels_cache: dict[int, tuple[_JobInfo, FloatArray]]
 
     def _refresh_prices(self) -> None:
         raise NotImplementedError
@@ -96,21 +107,16 @@ class HadarDual:
         l-th fastest rate level; floor 0 is the fastest. Returns one :class:`_SlotChoice` per
         floor (empty list when the job can run nowhere).
         """
-        self._refresh_prices()
+        He, free, price, order = self._window()
         H = self.horizon
-        used_cols = np.flatnonzero(self._col_load > 0)
-        He = min(H, int(used_cols[-1]) + 2) if used_cols.size else 1
         n = info.n
-        free = self._cap[:, None] - self.usage[:, :He]  # (N, He)
-        price = self._price[:, :He]
-        order = self._order[:, :He]
         r = info.rate
         levels = self._speed_levels(r)
         Lv = levels.size
         if Lv == 0:
             return []
-        cols = np.arange(He)
         D = self.round_s
+        cols = np.arange(He)
         if Lv * free.size <= _DENSE_CELLS:  # small: fewest numpy calls
             take, tnode, cost_m, rate_m, single, ok_s = self._candidates_dense(
                 info, levels, free, price, order
@@ -190,6 +196,35 @@ class HadarDual:
                 )
             )
         return out
+
+    def _window(self) -> tuple[int, IntArray, FloatArray, IntArray]:
+        """The window's computed columns: ``(He, free, price, order)``, shapes (N, He).
+
+        Columns from ``He`` on hold no reservation and repeat column ``He - 1``.
+        """
+        self._refresh_prices()
+        used_cols = np.flatnonzero(self._col_load > 0)
+        He = min(self.horizon, int(used_cols[-1]) + 2) if used_cols.size else 1
+        free = self._cap[:, None] - self.usage[:, :He]  # (N, He)
+        return He, free, self._price[:, :He], self._order[:, :He]
+
+    def _compiled_plan(
+        self, j: int, info: _JobInfo, ref: tuple[IntArray, IntArray] | None, W: float
+    ) -> HadarPlan | None | bool:
+        """:meth:`dual_subroutine`'s result by the compiled kernels (the same plan, bit for bit;
+        see :mod:`hetsched.baselines.hadar_kernels`), or ``False`` where they do not apply
+        (a window with one computed column)."""
+        He, free, price, order = self._window()
+        cached = self._levels_cache.get(j)
+        if cached is None or cached[0] is not info:
+            cached = (info, self._speed_levels(info.rate))
+            self._levels_cache[j] = cached
+        levels = cached[1]
+        if levels.size == 0:
+            return None
+        if He < 2:  # one column: numpy sums it pairwise, the kernels sequentially
+            return False
+        return hadar_kernels.compiled_plan(self, j, info, ref, W, levels, free, price, order)
 
     def _candidates_dense(
         self,
@@ -372,10 +407,16 @@ class HadarDual:
                 "Hadar.dual_subroutine needs the current time: call decide(state) or sync(time) first"
             )
         self.subroutine_calls += 1
+        # The compiled kernels (same results) when numba is available and not disabled.
+        self._compiled_on = hadar_kernels.numba_module() is not None
         info = self._job_info(j)
         if not self._bounds_ready:
             self._learn_bounds(j)
         W = float(self.workload.work[j]) * (1.0 + self.work_margin) if work is None else float(work)
+        if self._compiled_on and self.utility in hadar_kernels.UTILITY_CODES:
+            fused = self._compiled_plan(j, info, ref, W)
+            if fused is not False:
+                return fused  # type: ignore[return-value]
         best: HadarPlan | None = None
         for sc in self._slot_choices(info, ref):
             plan = self._best_schedule(j, info, sc, W)
@@ -385,48 +426,23 @@ class HadarDual:
 
     def _best_schedule(self, j: int, info: _JobInfo, sc: _SlotChoice, W: float) -> HadarPlan | None:
         """OASiS-style search over completion slots for one speed floor (vectorised)."""
-        H, D = self.horizon, self.round_s
+        D = self.round_s
         cost, prog = sc.cost, sc.prog
         feas = prog > 0
         if not feas.any():
             return None
         base_t = self.now_time - info.arrival
-        time_cum = np.cumsum(prog)
-        Wt = W * (1.0 - 1e-12)
-        partial = bool(time_cum[-1] < Wt)
+        kernel = hadar_kernels.compiled("schedule") if self._compiled_on else None
+        if kernel is not None:
+            tau_min, T, k, C, lst, sig, pos = kernel(cost, prog, W, sc.He)
+            partial = T == 0
+        else:
+            partial = bool(np.cumsum(prog)[-1] < W * (1.0 - 1e-12))
         if not partial:
-            # Candidate completion slots: from the first slot by which all feasible slots so far
-            # suffice, to the slot after which only identical idle slots would be added.
-            tau_min = int(np.argmax(time_cum >= Wt))
-            tau_max = H - 1
-            p0 = float(prog[sc.He - 1])
-            if sc.He < H and p0 > 0:
-                tau_max = min(H - 1, sc.He - 1 + math.ceil(W / p0))
-            T = tau_max + 1
-            c_T, p_T = cost[:T], prog[:T]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ratio = np.where(p_T > 0, c_T / p_T, np.inf)
-            sig = np.argsort(ratio, kind="stable")  # cheapest per progress first, earlier on ties
-            p_sig, c_sig = p_T[sig], c_T[sig]
-            pos = p_sig > 0
-            # The greedy prefix shrinks (in rank) as tau grows, so the tau_min row bounds every
-            # row's cut k0; a slot ranked after k0 is never taken, and adding it leaves the
-            # schedule (and mu) of the previous tau unchanged, so only the other taus are rows.
-            taus = np.arange(tau_min, T)
-            if taus.size * T > _DENSE_SCHEDULE:
-                k0 = int((np.cumsum(np.where(pos & (sig <= tau_min), p_sig, 0.0)) >= Wt).argmax())
-                sig, p_sig, c_sig, pos = (
-                    sig[: k0 + 1],
-                    p_sig[: k0 + 1],
-                    c_sig[: k0 + 1],
-                    pos[: k0 + 1],
-                )
-                rank = np.full(T, T, dtype=np.int64)
-                rank[sig[pos]] = np.flatnonzero(pos)
-                taus = taus[(taus == tau_min) | (rank[taus] <= k0)]
-            k, C, lst = _greedy_cuts(
-                sig, p_sig, c_sig, pos, taus, Wt, blocks=taus.size * sig.size > _DENSE_SCHEDULE
-            )
+            if kernel is None:
+                sig, pos, taus, k, C, lst = self._schedule_search(cost, prog, W, sc.He)
+            else:
+                taus = np.arange(tau_min, T)
             fval = utility_value(
                 self.utility,
                 np.asarray(base_t + (lst + 1) * D, dtype=np.float64),
@@ -457,10 +473,32 @@ class HadarDual:
                 )
             )
         chosen = np.sort(chosen).astype(np.int64)
-        e_slot, e_node, e_gpus = self._plan_entries(sc, chosen, info.n)
-        e_slot, e_node, e_gpus, progress, c_new = self._stabilise(
-            info, sc, chosen, e_slot, e_node, e_gpus
-        )
+        plan_k = hadar_kernels.compiled("plan") if self._compiled_on and sc.He >= 2 else None
+        if plan_k is not None:
+            disc = max(0.0, 1.0 - info.restart_s / D) if self.switch_aware else 1.0
+            e_slot, e_node, e_gpus, progress, c_new = plan_k(
+                chosen,
+                sc.kind,
+                sc.level,
+                sc.single,
+                sc.take,
+                sc.tnode,
+                sc.ref_nodes,
+                sc.ref_gpus,
+                sc.free,
+                sc.price,
+                info.n,
+                self._size,
+                info.rate,
+                info.rate_spread,
+                D,
+                disc,
+            )
+        else:
+            e_slot, e_node, e_gpus = self._plan_entries(sc, chosen, info.n)
+            e_slot, e_node, e_gpus, progress, c_new = self._stabilise(
+                info, sc, chosen, e_slot, e_node, e_gpus
+            )
         if not partial:
             total_cost = c_new
         return HadarPlan(
@@ -476,6 +514,60 @@ class HadarDual:
             finish_s=float(finish),
             partial=partial,
         )
+
+    def _schedule_search(
+        self, cost: FloatArray, prog: FloatArray, W: float, He: int
+    ) -> tuple[IntArray, BoolArray, IntArray, IntArray, FloatArray, IntArray]:
+        """Greedy schedules per completion slot (numpy reference of the ``schedule`` kernel).
+
+        Args:
+            cost: Cost per slot of the window, shape (H,) (inf where infeasible).
+            prog: Progress per slot in work units, shape (H,); the window covers ``W``.
+            W: Work to cover.
+            He: Computed columns (slots from ``He`` on repeat slot ``He - 1``).
+
+        Returns:
+            ``(sig, pos, taus, k, C, last)``: slots by rank (cheapest per progress first) and
+            whether each has progress, shape (S,); the completion slots searched and, per
+            completion slot, the rank of the last slot taken, the summed cost and the latest
+            slot taken, shape (R,).
+        """
+        H = self.horizon
+        time_cum = np.cumsum(prog)
+        Wt = W * (1.0 - 1e-12)
+        # Candidate completion slots: from the first slot by which all feasible slots so far
+        # suffice, to the slot after which only identical idle slots would be added.
+        tau_min = int(np.argmax(time_cum >= Wt))
+        tau_max = H - 1
+        p0 = float(prog[He - 1])
+        if He < H and p0 > 0:
+            tau_max = min(H - 1, He - 1 + math.ceil(W / p0))
+        T = tau_max + 1
+        c_T, p_T = cost[:T], prog[:T]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(p_T > 0, c_T / p_T, np.inf)
+        sig = np.argsort(ratio, kind="stable")  # cheapest per progress first, earlier on ties
+        p_sig, c_sig = p_T[sig], c_T[sig]
+        pos = p_sig > 0
+        # The greedy prefix shrinks (in rank) as tau grows, so the tau_min row bounds every
+        # row's cut k0; a slot ranked after k0 is never taken, and adding it leaves the
+        # schedule (and mu) of the previous tau unchanged, so only the other taus are rows.
+        taus = np.arange(tau_min, T)
+        if taus.size * T > _DENSE_SCHEDULE:
+            k0 = int((np.cumsum(np.where(pos & (sig <= tau_min), p_sig, 0.0)) >= Wt).argmax())
+            sig, p_sig, c_sig, pos = (
+                sig[: k0 + 1],
+                p_sig[: k0 + 1],
+                c_sig[: k0 + 1],
+                pos[: k0 + 1],
+            )
+            rank = np.full(T, T, dtype=np.int64)
+            rank[sig[pos]] = np.flatnonzero(pos)
+            taus = taus[(taus == tau_min) | (rank[taus] <= k0)]
+        k, C, lst = _greedy_cuts(
+            sig, p_sig, c_sig, pos, taus, Wt, blocks=taus.size * sig.size > _DENSE_SCHEDULE
+        )
+        return sig, pos, taus, k, C, lst
 
     def _stabilise(
         self,

@@ -327,8 +327,102 @@ def test_decisions_match_the_recorded_fingerprint(monkeypatch: pytest.MonkeyPatc
     from hetsched.baselines import hadar_dual
 
     assert _fingerprint(Hadar()) == HADAR_FINGERPRINT
-    # The large-cluster forms of the subroutine (per-floor eligible nodes, blocked schedule
-    # search) decide exactly as the dense ones; force them on the same scenario.
+    # The large-cluster forms of the numpy subroutine (per-floor eligible nodes, blocked
+    # schedule search) decide exactly as the dense ones; force them on the same scenario.
+    monkeypatch.setenv("HETSCHED_NUMBA", "0")
     monkeypatch.setattr(hadar_dual, "_DENSE_CELLS", 0)
     monkeypatch.setattr(hadar_dual, "_DENSE_SCHEDULE", 0)
     assert _fingerprint(Hadar()) == HADAR_FINGERPRINT
+
+
+# ---------------------------------------------------------------------- compiled kernels
+def _numba_or_skip() -> None:
+    from hetsched.baselines import hadar_kernels
+
+    if hadar_kernels._import_numba() is None:
+        pytest.skip("numba is not installed: only the numpy path runs")
+
+
+def test_decisions_match_the_fingerprint_with_and_without_numba(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The numpy reference path and the compiled kernels make the same decisions."""
+    _numba_or_skip()
+    monkeypatch.setenv("HETSCHED_NUMBA", "0")
+    assert _fingerprint(Hadar()) == HADAR_FINGERPRINT
+    monkeypatch.setenv("HETSCHED_NUMBA", "1")
+    assert _fingerprint(Hadar()) == HADAR_FINGERPRINT
+
+
+def _same_plan(a: object, b: object) -> bool:
+    if a is None or b is None:
+        return a is b
+    for f in ("slots", "progress", "entry_slot", "entry_node", "entry_gpus"):
+        x, y = getattr(a, f), getattr(b, f)
+        if x.dtype != y.dtype or not np.array_equal(x, y):
+            return False
+    return all(
+        getattr(a, f) == getattr(b, f)
+        for f in ("job", "cost", "utility", "mu", "finish_s", "partial")
+    )
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("numpy_form", ["dense", "large"])
+def test_compiled_subroutine_equals_numpy_bit_for_bit(
+    seed: int, numpy_form: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every subroutine call of a run, repeated on the numpy path (its small- or its
+    large-cluster form), gives the identical plan."""
+    _numba_or_skip()
+    import os
+
+    from hetsched.baselines import hadar_dual
+
+    if numpy_form == "large":
+        monkeypatch.setattr(hadar_dual, "_DENSE_CELLS", 0)
+        monkeypatch.setattr(hadar_dual, "_DENSE_SCHEDULE", 0)
+
+    orig = hadar_dual.HadarDual.dual_subroutine
+    compared = {"calls": 0, "partial": 0}
+
+    def both(self: Hadar, j: int, work: float | None = None, ref: object = None) -> object:
+        os.environ["HETSCHED_NUMBA"] = "0"
+        want = orig(self, j, work, ref)  # type: ignore[arg-type]
+        os.environ["HETSCHED_NUMBA"] = "1"
+        got = orig(self, j, work, ref)  # type: ignore[arg-type]
+        assert _same_plan(got, want), (seed, j)
+        compared["calls"] += 1
+        compared["partial"] += bool(got is not None and got.partial)
+        return got
+
+    monkeypatch.setenv("HETSCHED_NUMBA", "1")
+    monkeypatch.setattr(hadar_dual.HadarDual, "dual_subroutine", both)
+    cl, wl, tm = _random_case(seed)
+    # Every utility shape: sigmoid runs the numpy candidate search with the compiled schedule
+    # search and entries, the others the fused kernels.
+    utility = ("linear", "step", "sigmoid", "constant")[seed % 4]
+    # A 3-slot window on half the seeds: long jobs get partial plans (extrapolated cost).
+    pol = Hadar(
+        round_s=D,
+        horizon=40 if seed < 4 else 3,
+        warmup_jobs=3,
+        max_deferrals=3,
+        sticky=seed % 2 == 0,
+        utility=utility,
+    )
+    pol.reset(cl, wl, tm, np.random.default_rng(seed))
+    Simulator(cl, wl, tm, SimConfig(round_s=D)).run(pol)
+    assert compared["calls"] > wl.num_jobs  # arrivals, refreshes and backfills all compared
+    if seed >= 4:
+        assert compared["partial"] > 0  # the short window's partial plans were compared too
+
+
+def test_pairwise_sum_kernel_sums_in_numpys_order() -> None:
+    """The plan kernel's cost is numpy's ``ndarray.sum`` bit for bit (pairwise blocks)."""
+    from hetsched.baselines import hadar_kernel_place
+
+    rng = np.random.default_rng(0)
+    for n in [*range(0, 300, 7), 1000, 2048, 5003]:
+        a = rng.random(n) * rng.choice([1e-3, 1.0, 1e5], n)
+        assert hadar_kernel_place._pairwise_sum_py(a) == a.sum(), n

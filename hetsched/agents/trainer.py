@@ -75,6 +75,7 @@ from hetsched.envs.presets import (
     resolve_workload,
     scheduler_factory,
 )
+from hetsched.envs.spaces import EnvSettings
 from hetsched.sim.cluster import Cluster
 from hetsched.sim.throughput import ThroughputModel, default_throughput
 
@@ -140,6 +141,22 @@ def item_source(it: CurriculumItem) -> tuple[Cluster, Any]:
     return resolve_cluster(it.cluster), resolve_workload(it.workload, dict(it.workload_kwargs))
 
 
+def curriculum_envs(
+    cfg: TrainConfig, tm: ThroughputModel, settings: EnvSettings, envs: list[TeamEnv] | None
+) -> tuple[list[CurriculumItem], list[TeamEnv]]:
+    """The curriculum's items and one training env per item (ready-made ``envs`` when given;
+    ``agent.curriculum=[]``: the app's cluster and workload)."""
+    items = list(cfg.agent.curriculum)
+    max_steps = cfg.agent.env.max_steps
+    if envs is not None:
+        items = items or [CurriculumItem()]
+        return [items[min(i, len(items) - 1)] for i in range(len(envs))], envs
+    if items:
+        return items, [TeamEnv(*item_source(it), tm, settings, max_steps) for it in items]
+    cl, wf = app_cluster(cfg.cluster), app_workload(cfg.workload)
+    return [CurriculumItem()], [TeamEnv(cl, wf, tm, settings, max_steps)]
+
+
 class Trainer:
     """Behaviour cloning + MAPPO on a curriculum (see the module docstring).
 
@@ -166,7 +183,7 @@ class Trainer:
         torch.manual_seed(cfg.seed)
         self.tm = throughput or default_throughput()
         self.settings = env_settings(self.conf.env)
-        self.items, self.envs = self._build_envs(envs)
+        self.items, self.envs = curriculum_envs(cfg, self.tm, self.settings, envs)
         dims = {
             net_dims(e.core.layout, self.settings.levels, preemptive=self.settings.preemptive)
             for e in self.envs
@@ -213,20 +230,6 @@ class Trainer:
         """Copy the learner's weights into the acting network, in place (workers see them)."""
         if self.learner is not self.net:
             self.net.load_state_dict(self.learner.state_dict())
-
-    def _build_envs(self, envs: list[TeamEnv] | None) -> tuple[list[CurriculumItem], list[TeamEnv]]:
-        items = list(self.conf.curriculum)
-        max_steps = self.conf.env.max_steps
-        if envs is not None:
-            items = items or [CurriculumItem()]
-            return [items[min(i, len(items) - 1)] for i in range(len(envs))], envs
-        if items:
-            return items, [
-                TeamEnv(*item_source(it), self.tm, self.settings, max_steps) for it in items
-            ]
-        # agent.curriculum=[]: train on the app's cluster and workload
-        cl, wf = app_cluster(self.cfg.cluster), app_workload(self.cfg.workload)
-        return [CurriculumItem()], [TeamEnv(cl, wf, self.tm, self.settings, max_steps)]
 
     def _init_from(self, path: Path) -> None:
         """Load a checkpoint's weights into the network (``init=PATH``).

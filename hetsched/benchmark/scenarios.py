@@ -25,7 +25,12 @@ LOADS: dict[str, float] = {"light": 0.5, "busy": 0.9, "overloaded": 1.5}
 #: Jobs per window.
 NUM_JOBS = 80
 #: Short cluster tags used in scenario names.
-CLUSTER_TAGS: dict[str, str] = {"sia_64": "sia64", "pai_mixed": "pai", "gavel_108": "gavel108"}
+CLUSTER_TAGS: dict[str, str] = {
+    "sia_64": "sia64",
+    "pai_mixed": "pai",
+    "rtx_64": "rtx64",
+    "gavel_108": "gavel108",
+}
 
 
 @dataclass(frozen=True)
@@ -115,6 +120,8 @@ _LOAD_TEXT = {
 _CLUSTER_TEXT = {
     "sia_64": "sia_64 (T4, RTX 2080 Ti, A100; 64 GPUs)",
     "pai_mixed": "pai_mixed (Alibaba's mixed nodes)",
+    "rtx_64": "rtx_64 (RTX 6000, V100, T4; 64 GPUs; a validation cluster with a GPU type no "
+    "training cluster has)",
     "gavel_108": "gavel_108 (K80, P100, V100; 108 GPUs, held out)",
 }
 
@@ -219,6 +226,9 @@ _SPECS: list[tuple[str, str, tuple[str, ...], bool, bool]] = [
     ("newtrace", "sia_64", ("busy",), True, False),
     ("itp_c06", "sia_64", _ALL, False, False),
     ("itp_c06", "pai_mixed", ("busy",), False, False),
+    ("philly", "rtx_64", ("busy",), False, False),
+    ("itp_c06", "rtx_64", ("busy",), False, False),
+    ("pollux", "rtx_64", ("busy",), True, False),
     ("itp_c03", "sia_64", _ALL, False, False),
     ("itp_c03", "pai_mixed", ("busy",), False, False),
     ("itp_c03", "sia_64", ("busy",), True, False),

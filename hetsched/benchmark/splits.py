@@ -2,7 +2,7 @@
 
 :data:`SPLITS` is the one table of record (``docs/benchmark.md`` prints it). A scenario belongs to
 ``test`` when its trace family or its cluster is a test one, else to ``validation`` when its
-family is a validation one, else to ``train``. Test families and clusters are held out whole:
+family or its cluster is a validation one, else to ``train``. Test families and clusters are held out whole:
 no checkpoint, rule, threshold or hyperparameter may be trained or chosen on them, and
 :func:`check_trainable` refuses them. Validation families are for choosing among candidates.
 
@@ -44,7 +44,7 @@ SPLITS: dict[str, Split] = {
     ),
     "validation": Split(
         families=("pollux", "newtrace", "itp_c06"),
-        clusters=(),
+        clusters=("rtx_64",),
         purpose="choosing checkpoints, rules and hyperparameters",
     ),
     "test": Split(
@@ -71,12 +71,13 @@ def split_of(family: str, cluster: str) -> str:
     Raises:
         ValueError: If the family is in no split.
     """
-    test = SPLITS["test"]
+    test, val = SPLITS["test"], SPLITS["validation"]
     if family in test.families or cluster in test.clusters:
         return "test"
-    for name in ("validation", "train"):
-        if family in SPLITS[name].families:
-            return name
+    if family in val.families or cluster in val.clusters:
+        return "validation"
+    if family in SPLITS["train"].families:
+        return "train"
     known = sorted(f for s in SPLITS.values() for f in s.families)
     raise ConfigError(f"trace family {family!r} is in no split; known families: {known}")
 

@@ -54,8 +54,8 @@ def app(cfg: DictConfig) -> None:
     workload = _preset_name(cfg.workload, "workload")
     if ev.scenario:
         check_trainable(ev.scenario)
-    else:
-        check_trainable_preset(ev.workload or workload, ev.workload_kwargs, ev.cluster or cluster)
+    # the app's and the evaluation's presets too (used when no scenario or curriculum is set)
+    check_trainable_preset(ev.workload or workload, ev.workload_kwargs, ev.cluster or cluster)
     if not obj.agent.curriculum:
         check_trainable_preset(workload, {}, cluster)
     run_dir = writable_dir(Path(HydraConfig.get().runtime.output_dir), "hydra.run.dir")

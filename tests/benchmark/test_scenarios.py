@@ -27,7 +27,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "benchmark.md"
 
 def test_suite_covers_families_clusters_loads_and_elasticity() -> None:
     scen = list(SCENARIOS.values())
-    assert {s.cluster for s in scen} == {"sia_64", "pai_mixed", "gavel_108"}
+    assert {s.cluster for s in scen} == {"sia_64", "pai_mixed", "rtx_64", "gavel_108"}
     assert {s.load for s in scen} == set(LOADS)
     assert {s.elastic for s in scen} == {True, False}
     assert set(FAMILIES) == {s.family for s in scen}
@@ -36,6 +36,21 @@ def test_suite_covers_families_clusters_loads_and_elasticity() -> None:
     assert sum(f.startswith("itp_") for f in FAMILIES) >= 3
     for s in scen:
         assert s.name.startswith(s.family) and s.stresses and s.load in s.stresses
+
+
+def test_the_validation_cluster_is_held_whole_and_has_an_untrained_gpu_type() -> None:
+    """``rtx_64`` puts every scenario on it in validation (a train family too), and one of its
+    GPU types is on no training or test cluster."""
+    from hetsched.benchmark.splits import split_of
+    from hetsched.envs.presets import resolve_cluster
+
+    on = [s for s in SCENARIOS.values() if s.cluster == "rtx_64"]
+    assert on and all(s.split == "validation" for s in on)
+    assert split_of("philly", "rtx_64") == "validation" and split_of("philly", "sia_64") == "train"
+    types = {
+        c: set(resolve_cluster(c).node_type.tolist()) for c in ("sia_64", "pai_mixed", "rtx_64")
+    }
+    assert types["rtx_64"] - types["sia_64"] - types["pai_mixed"]
 
 
 def test_splits_hold_whole_families_and_clusters() -> None:

@@ -36,6 +36,7 @@ from hetsched.agents.coordination import (
 from hetsched.agents.network import MAIFSNet, NetDims
 from hetsched.envs.core import EnvCore
 from hetsched.envs.features import ObsLayout
+from hetsched.envs.rewards import REWARD_TERMS
 from hetsched.envs.spaces import EnvSettings, LevelSets, RewardWeights
 
 
@@ -45,12 +46,9 @@ def env_settings(conf: AgentEnvConf) -> EnvSettings:
         window=conf.window,
         resident_slots=conf.resident_slots,
         levels=LevelSets(),
+        # one agent setting per term of the reward table (``reward_<term>``)
         reward_weights=RewardWeights(
-            jobs=conf.reward_jobs,
-            makespan=conf.reward_makespan,
-            conflict=conf.reward_conflict,
-            invalid=conf.reward_invalid,
-            progress=conf.reward_progress,
+            **{t.name: getattr(conf, f"reward_{t.name}") for t in REWARD_TERMS}
         ),
         round_s=conf.round_s,
         max_decisions_per_round=conf.max_decisions_per_round,

@@ -114,3 +114,19 @@ def test_retired_settings_load_only_when_they_do_not_change_the_network() -> Non
         conf_from_dict(stored)
     with pytest.raises(CheckpointError, match="does not fit"):
         conf_from_dict({"env": {"windw": 3}})
+
+
+def test_every_reward_term_has_one_agent_setting() -> None:
+    """The agent's env settings take each reward weight from ``agent.env.reward_<term>``: a new
+    term of the reward table needs its setting here, and a stale setting fails."""
+    from dataclasses import fields
+
+    from hetsched.agents.acting import env_settings
+    from hetsched.agents.config import AgentEnvConf
+    from hetsched.envs.rewards import REWARD_TERMS
+
+    names = {f.name for f in fields(AgentEnvConf) if f.name.startswith("reward_")}
+    assert names == {f"reward_{t.name}" for t in REWARD_TERMS}
+    conf = AgentEnvConf(reward_makespan=0.25)
+    w = env_settings(conf).reward_weights
+    assert w["makespan"] == 0.25 and w["jobs"] == conf.reward_jobs

@@ -170,18 +170,18 @@ class CurriculumItem:
         cluster: Cluster preset name (``conf/cluster``).
         workload: Workload preset name (``conf/workload``).
         workload_kwargs: Overrides of the preset's fields (e.g. a trace window).
+        seed_lo, seed_hi: Episode seeds drawn uniformly from ``[seed_lo, seed_hi)``.
         scenario: A benchmark scenario (:mod:`hetsched.benchmark.scenarios`) instead of
             ``cluster``/``workload``: its cluster and its seeded windows at its offered load
             (each seed draws another window). Test-split scenarios are refused.
-        seeds: Episode seeds drawn uniformly from ``[seed_lo, seed_hi)``.
     """
 
     cluster: str = "sia_64"
     workload: str = "philly"
     workload_kwargs: dict[str, Any] = field(default_factory=dict)
-    scenario: str | None = None
     seed_lo: int = 0
     seed_hi: int = 10
+    scenario: str | None = None
 
 
 #: Seeds of training episodes on benchmark scenarios. The benchmark evaluates seeds 0, 1, 2, ...

@@ -81,6 +81,7 @@ class HadarPrices:
         self._apply_bounds()
 
     def _apply_bounds(self) -> None:
+        """Turn the bounds per GPU type into each node's price curve (``U >= e L``)."""
         ok = np.isfinite(self._L) & np.isfinite(self._U)
         if not ok.any():
             return
@@ -145,6 +146,7 @@ class HadarPrices:
         return self._price.copy()
 
     def _refresh_prices(self) -> None:
+        """Recompute the price and the price order of the window's changed columns."""
         cols = np.flatnonzero(self._dirty)
         if cols.size == 0:
             return
@@ -165,6 +167,7 @@ class HadarPrices:
         self._dirty[cols] = False
 
     def _reserve(self, rel: IntArray, node: IntArray, gpus: IntArray, sign: int) -> None:
+        """Add (``sign=+1``) or remove (``-1``) GPUs at relative slots ``rel`` of ``node``."""
         if rel.size == 0:
             return
         np.add.at(self.usage, (node, rel), sign * gpus)
@@ -203,6 +206,7 @@ class HadarPrices:
 
     # ------------------------------------------------------------------ job data
     def _job_info(self, j: int) -> _JobInfo:
+        """Planning constants of job j: gang size, best solo time T*, rate per node."""
         info = self._info.get(j)
         if info is not None:
             return info

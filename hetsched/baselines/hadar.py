@@ -80,12 +80,16 @@ node's capacity and counts as a price fall, so deferred and waiting jobs are re-
 
 Deferrals per job are kept in :attr:`Hadar.deferrals`; :meth:`Hadar.stats` summarises them.
 
-Modules: this one holds the policy (price window, plans, acceptance, backfilling, dispatch);
-:mod:`hetsched.baselines.hadar_dual` the dual subroutine (a mixin of :class:`Hadar`),
-:mod:`hetsched.baselines.hadar_plan` the prices, utilities, plan records and schedule search,
-and :mod:`hetsched.baselines.hadar_kernels` the subroutine compiled with numba (used when numba
-is installed; the same plans bit for bit, several times faster; ``HETSCHED_NUMBA=0`` runs the
-numpy reference).
+Modules: this one holds the policy (settings, acceptance, re-planning, backfilling, node
+failures, dispatch); :mod:`hetsched.baselines.hadar_prices` the price window, price bounds and
+job constants and :mod:`hetsched.baselines.hadar_book` the committed plans (mixins of
+:class:`Hadar`); :mod:`hetsched.baselines.hadar_dual` the dual subroutine (a mixin too) with its
+numpy pieces in :mod:`hetsched.baselines.hadar_candidates` (per-slot placements) and
+:mod:`hetsched.baselines.hadar_schedule` (completion-slot search, plan entries);
+:mod:`hetsched.baselines.hadar_plan` the exponential price, utilities and plan records; and
+:mod:`hetsched.baselines.hadar_kernels` the subroutine compiled with numba (used when numba is
+installed; the same plans bit for bit, several times faster; ``HETSCHED_NUMBA=0`` runs the numpy
+reference).
 """
 
 import math
@@ -94,18 +98,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from hetsched.baselines.base import BasePolicy
+from hetsched.baselines.hadar_book import HadarBook
 from hetsched.baselines.hadar_dual import HadarDual
-from hetsched.baselines.hadar_kernel_search import _utility_py as scalar_utility
-from hetsched.baselines.hadar_kernels import UTILITY_CODES
-from hetsched.baselines.hadar_plan import (
-    UTILITIES,
-    FloatArray,
-    HadarPlan,
-    IntArray,
-    _JobInfo,
-    exp_price,
-    utility_value,
-)
+from hetsched.baselines.hadar_plan import UTILITIES, HadarPlan, exp_price, utility_value
 from hetsched.sim.allocation import Allocation
 from hetsched.sim.cluster import Cluster
 from hetsched.sim.engine import DONE, PENDING, RUNNING, SimState
@@ -155,20 +150,7 @@ class HadarConf:
     backfill: bool = True
 
 
-@dataclass
-class _Stored:
-    """A committed plan in absolute slot numbers."""
-
-    slot: IntArray  # (E,) absolute slot of each entry
-    node: IntArray
-    gpus: IntArray
-    pslot: IntArray  # (S,) absolute slots
-    pprog: FloatArray  # (S,) estimated progress
-    finish_s: float
-    epoch: int
-
-
-class Hadar(BasePolicy, HadarDual):
+class Hadar(BasePolicy, HadarBook, HadarDual):
     """Hadar-style primal-dual online scheduler: a reconstruction from the paper's description.
 
     This is **not** the authors' algorithm (neither its code nor its full text was available); it
@@ -258,7 +240,6 @@ class Hadar(BasePolicy, HadarDual):
         self._cap = self._size.copy()
         self._up = np.ones(N, dtype=bool)
         self._cmax = float(self._size.max())
-        #: Reserved GPUs per node and slot of the window, shape (N, H); column 0 = current slot.
         self.usage = np.zeros((N, H), dtype=np.int64)
         self._col_load = np.zeros(H, dtype=np.int64)
         self._price = np.zeros((N, H))
@@ -266,8 +247,8 @@ class Hadar(BasePolicy, HadarDual):
         self._dirty = np.ones(H, dtype=bool)
         self.now_slot = 0
         self.now_time = float("nan")
-        self._plans: dict[int, _Stored] = {}
-        self._info: dict[int, _JobInfo] = {}
+        self._plans = {}
+        self._info = {}
         self._levels_cache = {}
         self._seen = np.zeros(J, dtype=bool)
         self._accepted = np.zeros(J, dtype=bool)
@@ -275,9 +256,7 @@ class Hadar(BasePolicy, HadarDual):
         self._epoch = 0
         # Per epoch (index), the earliest absolute slot whose price fell (-1: every slot).
         self._epoch_slot = np.full(64, -1, dtype=np.int64)
-        self._table: (
-            tuple[IntArray, IntArray, IntArray, IntArray, IntArray, IntArray, FloatArray] | None
-        ) = None
+        self._table = None
         #: Deferrals per job (hadar.md §2.5 asks for this as a metric), shape (J,).
         self.deferrals = np.zeros(J, dtype=np.int64)
         #: Jobs accepted with mu <= 0 after ``max_deferrals`` deferrals (or re-plans), shape (J,).
@@ -293,275 +272,11 @@ class Hadar(BasePolicy, HadarDual):
         self._warm = np.zeros(J, dtype=bool)
         self._U = np.full(K, -np.inf)
         self._L = np.full(K, np.inf)
-        self._node_L = np.ones(N)
+        self._node_low = np.ones(N)
         self._node_ratio = np.full(N, math.e)
-        self._price_lo = self._node_L[:, None]
-        self._price_hl = (self._node_L * self._node_ratio)[:, None] / self._price_lo
+        self._price_lo = self._node_low[:, None]
+        self._price_hl = (self._node_low * self._node_ratio)[:, None] / self._price_lo
         self._bounds_ready = False
-
-    # ------------------------------------------------------------------ prices
-    @property
-    def price_bounds(self) -> tuple[FloatArray, FloatArray]:
-        """``(L, U)`` per catalogue GPU type (NaN where no warm-up job could use the type)."""
-        L = np.where(np.isfinite(self._L), self._L, np.nan)
-        U = np.where(np.isfinite(self._U), self._U, np.nan)
-        return L, U
-
-    def set_price_bounds(self, low: FloatArray, high: FloatArray) -> None:
-        """Fix the price bounds per catalogue GPU type and stop learning them (for experiments).
-
-        Args:
-            low: L_k per catalogue type, shape (K,), > 0 where the cluster has the type.
-            high: U_k per catalogue type, shape (K,), >= L_k.
-        """
-        self._L = np.asarray(low, dtype=np.float64).copy()
-        self._U = np.asarray(high, dtype=np.float64).copy()
-        self._n_warm = self.warmup_jobs
-        self._apply_bounds()
-
-    def _apply_bounds(self) -> None:
-        ok = np.isfinite(self._L) & np.isfinite(self._U)
-        if not ok.any():
-            return
-        L = np.where(ok, self._L, self._L[ok].min())
-        U = np.where(ok, self._U, self._U[ok].max())
-        U = np.maximum(U, math.e * L)  # alpha = ln(U/L) >= 1
-        k = self.cluster.node_type
-        self._node_L = L[k]
-        self._node_ratio = U[k] / L[k]
-        self._price_lo = self._node_L[:, None]
-        self._price_hl = (self._node_L * self._node_ratio)[:, None] / self._price_lo
-        self._bounds_ready = True
-        self._dirty[:] = True
-        self._bump(-1)
-
-    def _bump(self, slot: int) -> None:
-        """Record that prices fell from absolute slot ``slot`` on (-1: everywhere)."""
-        self._epoch += 1
-        if self._epoch >= self._epoch_slot.size:
-            self._epoch_slot = np.concatenate(
-                [self._epoch_slot, np.full(self._epoch_slot.size, -1)]
-            )
-        self._epoch_slot[self._epoch] = slot
-
-    def _prices_fell_before(self, j: int, slot: int) -> bool:
-        """Whether some price fell, at a slot before ``slot``, since job j was last planned."""
-        e = int(self._eval_epoch[j])
-        if e == self._epoch:
-            return False
-        return bool(self._epoch_slot[e + 1 : self._epoch + 1].min() < slot)
-
-    def _learn_bounds(self, j: int) -> None:
-        """Fold job j into U_k / L_k during the warm-up (hadar.md §2.3)."""
-        if self._n_warm >= self.warmup_jobs or self._warm[j]:
-            return
-        self._n_warm += 1
-        self._warm[j] = True
-        wl, tm, cl = self.workload, self.throughput, self.cluster
-        info = self._info[j]
-        K = self._U.shape[0]
-        ks = np.arange(K)
-        present = (cl.gpus_per_type() > 0) & wl.allowed_types[j]
-        phi = float(tm.best_phi(np.array([wl.model[j]]))[0])
-        r = tm.isolated(wl.model[j], ks, info.n, False) * phi
-        rs = tm.isolated(wl.model[j], ks, info.n, True)
-        rs = np.where(rs > 0, rs, r)
-        ok = present & (r > 0)
-        if not ok.any():
-            return
-        W, n, D = float(wl.work[j]), info.n, self.round_s
-        slots_best = np.ceil(W / np.where(ok, r, 1.0) / D)
-        slots_worst = np.ceil(W / np.where(ok & (rs > 0), rs, np.where(ok, r, 1.0)) / D)
-        u_cand = self.weight / (n * np.maximum(slots_best, 1.0))
-        l_cand = self.utility_floor * self.weight / (n * np.maximum(slots_worst, 1.0))
-        self._U = np.where(ok, np.maximum(self._U, u_cand), self._U)
-        self._L = np.where(ok, np.minimum(self._L, l_cand), self._L)
-        self._apply_bounds()
-
-    def prices(self) -> FloatArray:
-        """Current price per GPU-slot of every node over the window, shape (N, H)."""
-        self._refresh_prices()
-        return self._price.copy()
-
-    def _refresh_prices(self) -> None:
-        cols = np.flatnonzero(self._dirty)
-        if cols.size == 0:
-            return
-        use = self.usage[:, cols]
-        # The GPUs of a down node count as reserved: it is priced at U (and has none free).
-        down = (self._size - self._cap)[:, None]
-        util = np.minimum((use + down) / self._size[:, None], 1.0)
-        if self._perish and cols[0] == 0:
-            # Backfill: the current slot's unreserved GPUs cost the idle price L_k.
-            util[:, 0] = down[:, 0] / self._size
-        # exp_price(util, L, U) with L and U / L of every node precomputed (the same values).
-        p = self._price_lo * np.power(self._price_hl, util)
-        self._price[:, cols] = p
-        free = self._cap[:, None] - use
-        # Ties (equal price): prefer the node with more free GPUs, then the lower index.
-        key = p * (1.0 + 1e-7 * (self._cmax - free) / self._cmax)
-        self._order[:, cols] = np.argsort(key, axis=0, kind="stable")
-        self._dirty[cols] = False
-
-    def _reserve(self, rel: IntArray, node: IntArray, gpus: IntArray, sign: int) -> None:
-        if rel.size == 0:
-            return
-        np.add.at(self.usage, (node, rel), sign * gpus)
-        np.add.at(self._col_load, rel, sign * gpus)
-        self._dirty[rel] = True
-        self._table = None
-
-    def sync(self, time: float) -> None:
-        """Move the price window to the slot starting at ``time`` (seconds).
-
-        :meth:`decide` does this itself; call it only to use :meth:`dual_subroutine` or
-        :meth:`prices` before the first decision (e.g. in experiments).
-        """
-        self._shift(float(time))
-
-    def _shift(self, time: float) -> None:
-        """Advance the window to the slot starting at ``time``."""
-        H = self.horizon
-        if math.isnan(self.now_time):
-            step = 0
-        else:
-            step = max(0, int(round((time - self.now_time) / self.round_s)))
-        self.now_time = float(time)
-        if step == 0:
-            return
-        self.now_slot += step
-        s = min(step, H)
-        for arr in (self.usage, self._price, self._order):
-            arr[:, : H - s] = arr[:, s:]
-            arr[:, H - s :] = 0
-        self._col_load[: H - s] = self._col_load[s:]
-        self._col_load[H - s :] = 0
-        self._dirty[: H - s] = self._dirty[s:]
-        self._dirty[H - s :] = True
-        self._table = None
-
-    # ------------------------------------------------------------------ job data
-    def _job_info(self, j: int) -> _JobInfo:
-        info = self._info.get(j)
-        if info is not None:
-            return info
-        wl, tm, cl = self.workload, self.throughput, self.cluster
-        N = cl.num_nodes
-        m = int(wl.model[j])
-        k = cl.node_type
-        share_c = cl.node_cpus / cl.node_gpus
-        share_m = cl.node_mem / cl.node_gpus
-        cpu_r = np.minimum(wl.cpu_per_gpu[j], share_c) / wl.cpu_per_gpu[j]
-        mem_r = np.minimum(wl.mem_per_gpu[j], share_m) / wl.mem_per_gpu[j]
-        phi = tm.phi(np.full(N, m), cpu_r, mem_r)
-        mem_ok = mem_r >= tm.mem_floor - 1e-9
-        allowed = wl.allowed_types[j][k] & mem_ok & (phi > 0)
-
-        def rates(n: int) -> tuple[FloatArray, FloatArray]:
-            r = np.where(allowed, tm.isolated(m, k, n, False) * phi, 0.0)
-            rs = np.where(allowed, tm.isolated(m, k, n, True) * phi, 0.0)
-            return r, rs
-
-        n = int(np.clip(wl.req_gpus[j], wl.min_gpus[j], wl.max_gpus[j]))
-        r, rs = rates(n)
-        if self._size[r > 0].sum() < n and int(wl.min_gpus[j]) < n:
-            n = int(wl.min_gpus[j])
-            r, rs = rates(n)
-        K = self._U.shape[0]
-        types_ok = wl.allowed_types[j] & (cl.gpus_per_type() > 0)
-        per_type = tm.isolated(m, np.arange(K), n, False) * float(tm.best_phi(np.array([m]))[0])
-        best = float(np.max(np.where(types_ok, per_type, 0.0)))
-        if best <= 0:
-            best = float(r.max()) if r.max() > 0 else 1.0
-        info = _JobInfo(
-            n=n,
-            t_star=float(wl.work[j]) / best,
-            rate=r,
-            rate_spread=rs,
-            restart_s=float(tm.restart_delay_s[m]),
-            arrival=float(wl.arrival[j]),
-        )
-        self._info[j] = info
-        return info
-
-    # ------------------------------------------------------------------ commitments
-    def _commit(self, plan: HadarPlan) -> None:
-        rel = plan.entry_slot
-        self._reserve(rel, plan.entry_node, plan.entry_gpus, +1)
-        self._plans[plan.job] = _Stored(
-            slot=rel + self.now_slot,
-            node=plan.entry_node,
-            gpus=plan.entry_gpus,
-            pslot=plan.slots + self.now_slot,
-            pprog=plan.progress,
-            finish_s=plan.finish_s,
-            epoch=self._epoch,
-        )
-        self._accepted[plan.job] = True
-
-    def _release(self, j: int) -> _Stored | None:
-        """Remove job j's reservations from the current slot on; return the old plan."""
-        old = self._plans.pop(j, None)
-        if old is None:
-            return None
-        fut = old.slot >= self.now_slot
-        if fut.any():
-            self._reserve(old.slot[fut] - self.now_slot, old.node[fut], old.gpus[fut], -1)
-            later = old.slot[fut] > self.now_slot
-            if later.any():
-                self._bump(int(old.slot[fut][later].min()))  # future prices fell
-        self._table = None
-        return old
-
-    def _plan_cost_now(self, old: _Stored) -> float:
-        """Cost of a stored (released) plan at the current prices."""
-        self._refresh_prices()
-        fut = old.slot >= self.now_slot
-        rel = old.slot[fut] - self.now_slot
-        return float((old.gpus[fut] * self._price[old.node[fut], rel]).sum())
-
-    def _restore(self, j: int, old: _Stored) -> None:
-        fut = old.slot >= self.now_slot
-        self._reserve(old.slot[fut] - self.now_slot, old.node[fut], old.gpus[fut], +1)
-        keep = old.pslot >= self.now_slot
-        self._plans[j] = _Stored(
-            old.slot[fut],
-            old.node[fut],
-            old.gpus[fut],
-            old.pslot[keep],
-            old.pprog[keep],
-            old.finish_s,
-            self._epoch,
-        )
-
-    def _tables(
-        self,
-    ) -> tuple[IntArray, IntArray, IntArray, IntArray, IntArray, IntArray, FloatArray]:
-        """All stored plans concatenated (cached until a plan changes).
-
-        Returns:
-            ``(job, slot, node, gpus)`` per placement entry (absolute slots), then
-            ``(job, slot, progress)`` per planned slot.
-        """
-        if self._table is None:
-            z = np.zeros(0, dtype=np.int64)
-            if not self._plans:
-                self._table = (z, z, z, z, z, z, np.zeros(0))
-            else:
-                jobs = np.fromiter(self._plans.keys(), dtype=np.int64, count=len(self._plans))
-                plans = list(self._plans.values())
-                e_sz = np.array([p.slot.size for p in plans])
-                p_sz = np.array([p.pslot.size for p in plans])
-                self._table = (
-                    np.repeat(jobs, e_sz),
-                    np.concatenate([p.slot for p in plans]),
-                    np.concatenate([p.node for p in plans]),
-                    np.concatenate([p.gpus for p in plans]),
-                    np.repeat(jobs, p_sz),
-                    np.concatenate([p.pslot for p in plans]),
-                    np.concatenate([p.pprog for p in plans]),
-                )
-        return self._table
 
     # ------------------------------------------------------------------ decision
     def _sync_nodes(self, state: SimState) -> None:
@@ -617,28 +332,6 @@ class Hadar(BasePolicy, HadarDual):
         self.replans += 1
         if plan is not None:
             self._commit(plan)
-
-    def _stored_mu(self, j: int, old: _Stored) -> float:
-        """Payoff ``f - cost`` of a released stored plan at the current prices."""
-        info = self._info[j]
-        jct = old.finish_s - info.arrival
-        code = UTILITY_CODES.get(self.utility)
-        if code is not None:  # scalar arithmetic: the same IEEE operations as utility_value
-            f_old = scalar_utility(
-                code, jct, info.t_star, self.weight, self.kappa, self.utility_floor
-            )
-        else:
-            f_old = float(
-                utility_value(
-                    self.utility,
-                    jct,
-                    info.t_star,
-                    weight=self.weight,
-                    kappa=self.kappa,
-                    floor=self.utility_floor,
-                )
-            )
-        return f_old - self._plan_cost_now(old)
 
     def _refresh(self, j: int) -> None:
         """Re-plan an accepted job that has not started; keep the better plan."""

@@ -1,10 +1,10 @@
 """Compiled-kernel bodies of Hadar's placement search (see :mod:`hetsched.baselines.hadar_kernels`).
 
 Plain Python over numpy arrays, written for ``numba.njit``: the candidate search of every slot
-and speed floor (``HadarDual._candidates_dense`` with the per-floor loop of
+and speed floor (``hadar_candidates.candidates_dense`` with the per-floor loop of
 ``HadarDual._slot_choices``) and the stabilised placement entries of a schedule
-(``HadarDual._plan_entries`` with ``HadarDual._stabilise``), with the same IEEE operations in the
-same order as that numpy reference. Helpers called from a kernel are module globals that
+(``hadar_schedule.plan_entries`` with ``hadar_schedule.stabilise``), with the same IEEE operations
+in the same order as that numpy reference. Helpers called from a kernel are module globals that
 :func:`hetsched.baselines.hadar_kernels.compiled` replaces by their compiled forms.
 """
 
@@ -16,7 +16,7 @@ import numpy as np
 
 
 def _rate_of_py(nodes: Any, cnt: int, n: int, size: Any, r: Any, rs: Any) -> float:
-    """``HadarDual._placement_rate`` of the first ``cnt`` entries of ``nodes``."""
+    """``hadar_candidates.placement_rate`` of the first ``cnt`` entries of ``nodes``."""
     if cnt == 0:
         return 0.0
     mx = 0
@@ -54,7 +54,7 @@ def slot_choices_dense(
 ) -> tuple[Any, Any, Any, Any, Any, Any, Any, Any, Any, Any]:
     """Cheapest placement per progress in every slot and speed floor (plain-Python form).
 
-    The same computation as ``HadarDual._candidates_dense`` followed by the per-floor loop of
+    The same computation as ``hadar_candidates.candidates_dense`` followed by the per-floor loop of
     ``HadarDual._slot_choices`` (reference placement and restart discount included), for
     ``He >= 2`` computed columns (with one column numpy sums pairwise; the caller uses numpy).
 
@@ -317,7 +317,7 @@ def plan_entries(
 ) -> tuple[Any, Any, Any, Any, float]:
     """Placement entries of the chosen slots, stabilised (plain-Python form of the kernel).
 
-    The same computation as ``HadarDual._plan_entries`` followed by ``HadarDual._stabilise``:
+    The same computation as ``hadar_schedule.plan_entries`` then ``hadar_schedule.stabilise``:
     entries of multi-node slots, then single-node slots, then reference-placement slots; then,
     in time order, each placement is kept in the later chosen slots while its GPUs stay free.
 

@@ -1,7 +1,7 @@
 """Compiled-kernel bodies of Hadar's schedule search (see :mod:`hetsched.baselines.hadar_kernels`).
 
 Plain Python over numpy arrays, written for ``numba.njit``: the greedy search over completion
-slots (``HadarDual._schedule_search``) and the fused search over every speed floor with the
+slots (``hadar_schedule.schedule_search``) and the fused search over every speed floor with the
 utility and the stabilised entries (``HadarDual._best_schedule`` and the floor loop of
 ``HadarDual.dual_subroutine``), with the same IEEE operations in the same order as that numpy
 reference. Helpers called from a kernel are module globals that

@@ -1,10 +1,11 @@
 """Compiled kernels of Hadar's dual subroutine (optional: used when numba is installed).
 
-The vectorised numpy code of :mod:`hetsched.baselines.hadar_dual` is the reference: it is what
-the docstrings specify and what runs without numba. On ``sia_64`` (11 nodes) one subroutine call
-is several hundred numpy calls on arrays of a few hundred elements, so its time is mostly
-per-call overhead, and busy rounds make hundreds of calls (re-plans of waiting jobs,
-backfilling). Two compiled calls replace it:
+The vectorised numpy code of :mod:`hetsched.baselines.hadar_dual` (with its pieces in
+:mod:`hetsched.baselines.hadar_candidates` and :mod:`hetsched.baselines.hadar_schedule`) is the
+reference: it is what the docstrings specify and what runs without numba. On ``sia_64``
+(11 nodes) one subroutine call is several hundred numpy calls on arrays of a few hundred
+elements, so its time is mostly per-call overhead, and busy rounds make hundreds of calls
+(re-plans of waiting jobs, backfilling). Two compiled calls replace it:
 
 * ``slots`` (:func:`hadar_kernel_place.slot_choices_dense`): the cheapest placement per unit
   of progress in every slot for every speed floor, with the reference placement and the

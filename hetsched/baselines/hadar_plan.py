@@ -15,6 +15,9 @@ from numpy.typing import NDArray
 IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
+#: All stored plans of the policy, concatenated: ``(job, slot, node, gpus)`` per placement entry,
+#: then ``(job, slot, progress)`` per planned slot (absolute slots).
+PlanTables = tuple[IntArray, IntArray, IntArray, IntArray, IntArray, IntArray, FloatArray]
 
 UTILITIES = ("linear", "sigmoid", "step", "constant")
 

@@ -324,14 +324,14 @@ HADAR_FINGERPRINT = "e87f8a27aa5acef1"
 
 
 def test_decisions_match_the_recorded_fingerprint(monkeypatch: pytest.MonkeyPatch) -> None:
-    from hetsched.baselines import hadar_dual
+    from hetsched.baselines import hadar_dual, hadar_schedule
 
     assert _fingerprint(Hadar()) == HADAR_FINGERPRINT
     # The large-cluster forms of the numpy subroutine (per-floor eligible nodes, blocked
     # schedule search) decide exactly as the dense ones; force them on the same scenario.
     monkeypatch.setenv("HETSCHED_NUMBA", "0")
     monkeypatch.setattr(hadar_dual, "_DENSE_CELLS", 0)
-    monkeypatch.setattr(hadar_dual, "_DENSE_SCHEDULE", 0)
+    monkeypatch.setattr(hadar_schedule, "_DENSE_SCHEDULE", 0)
     assert _fingerprint(Hadar()) == HADAR_FINGERPRINT
 
 
@@ -377,11 +377,11 @@ def test_compiled_subroutine_equals_numpy_bit_for_bit(
     _numba_or_skip()
     import os
 
-    from hetsched.baselines import hadar_dual
+    from hetsched.baselines import hadar_dual, hadar_schedule
 
     if numpy_form == "large":
         monkeypatch.setattr(hadar_dual, "_DENSE_CELLS", 0)
-        monkeypatch.setattr(hadar_dual, "_DENSE_SCHEDULE", 0)
+        monkeypatch.setattr(hadar_schedule, "_DENSE_SCHEDULE", 0)
 
     orig = hadar_dual.HadarDual.dual_subroutine
     compared = {"calls": 0, "partial": 0}

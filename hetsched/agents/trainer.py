@@ -105,6 +105,18 @@ def app_workload(node: Any) -> WorkloadFactory:
     return wf
 
 
+def on_cpu(obj: Any) -> Any:
+    """``obj`` with every tensor in it moved to the CPU (a checkpoint written by a GPU learner
+    loads on a machine without one)."""
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().cpu()
+    if isinstance(obj, dict):
+        return {k: on_cpu(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return type(obj)(on_cpu(v) for v in obj)
+    return obj
+
+
 def learner_device(name: str) -> torch.device:
     """The learner's device: ``cpu``, ``cuda`` (``cuda:N``) or ``auto`` (CUDA when available).
 
@@ -498,7 +510,7 @@ class Trainer:
         cfg_dict = OmegaConf.to_container(OmegaConf.structured(self.conf), resolve=True)
         return {
             "model": self.net.state_dict(),
-            "optimizer": self.opt.state_dict(),
+            "optimizer": on_cpu(self.opt.state_dict()),
             "config": cfg_dict,
             "dims": self.dims.as_dict(),
             "step": self.env_steps,

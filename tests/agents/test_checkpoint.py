@@ -223,3 +223,34 @@ def test_init_starts_a_preemptive_run_from_a_plain_checkpoint(
     cfg.agent.net.hidden = 16  # other sizes: nothing fits
     with pytest.raises(CheckpointError, match="does not fit this network"):
         Trainer(cfg, tmp_path / "q", throughput=tm, envs=[tiny_env(cfg.agent, tm, jobs=2)])
+
+
+def test_the_shipped_checkpoint_holds_cpu_tensors_only() -> None:
+    """It was trained with the learner on a GPU; it must load as it is on a machine without
+    one (the trainer writes every optimizer tensor on the CPU)."""
+    import torch
+
+    from hetsched.agents.trainer import on_cpu
+    from hetsched.resources import CHECKPOINT_DIR
+
+    ck = torch.load(CHECKPOINT_DIR / "maifs_default.pt", weights_only=True)
+    seen: list[str] = []
+
+    def walk(o: object) -> None:
+        if isinstance(o, torch.Tensor):
+            seen.append(o.device.type)
+        elif isinstance(o, dict):
+            for v in o.values():
+                walk(v)
+        elif isinstance(o, list | tuple):
+            for v in o:
+                walk(v)
+
+    walk(ck)
+    assert seen and set(seen) == {"cpu"}
+    nested = on_cpu({"a": [torch.zeros(2), (torch.ones(1), 3)], "b": "x"})
+    assert (
+        nested["b"] == "x"
+        and nested["a"][1][1] == 3
+        and torch.equal(nested["a"][0], torch.zeros(2))
+    )

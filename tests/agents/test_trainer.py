@@ -197,6 +197,7 @@ def test_worker_processes_play_the_same_episodes(tmp_path: Path) -> None:
     from hetsched.agents.rollout import RolloutWorkers
 
     cfg = fast_config(steps=64)
+    cfg.agent.env.work_conserving = False  # the no-op bias below must be able to change actions
     tm = tiny_tm()
     tr = Trainer(cfg, tmp_path, throughput=tm, envs=[tiny_env(cfg.agent, tm, jobs=3)])
     tr.workers = RolloutWorkers(tr.envs, cfg.agent, tr.net, 2)

@@ -12,7 +12,6 @@ when waiting jobs fit only across several nodes of a type (the benchmark counts 
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 import numpy as np
 
@@ -20,35 +19,6 @@ from hetsched.benchmark.info import RuntimeInfo, with_info
 from hetsched.benchmark.runner import FitProbe
 from hetsched.benchmark.scenarios import get_scenario
 from hetsched.evaluation import run_one
-from hetsched.sim.allocation import Allocation
-
-
-class KindProbe(FitProbe):
-    """A :class:`FitProbe` that also records whether a waiting job fits on a single node."""
-
-    def __init__(self, policy: Any) -> None:
-        super().__init__(policy)
-        self.single: list[bool] = []
-
-    def decide(self, state: Any) -> Allocation:
-        """The wrapped decision; records the single-node flag beside the probe's records."""
-        alloc = super().decide(state)
-        cl, wl = state.cluster, state.workload
-        free = np.where(state.node_up, cl.node_gpus, 0) - alloc.used_gpus_per_node(cl.num_nodes)
-        free = np.maximum(free, 0)
-        waiting = state.active[~np.isin(state.active, alloc.job)]
-        fits_one = (free[None, :] >= wl.min_gpus[waiting][:, None]) & wl.allowed_types[waiting][
-            :, cl.node_type
-        ]
-        self.single.append(bool(waiting.size) and bool(fits_one.any()))
-        return alloc
-
-    def breakdown(self, end_s: float) -> dict[str, float]:
-        """GPU-hours idle while a fitting job waits, split into ``single`` and ``gang_only``."""
-        t = np.asarray(self.times + [max(end_s, self.times[-1])])
-        w = np.asarray(self.idle) * np.diff(t) * np.asarray(self.fits) / 3600.0
-        one = np.asarray(self.single)
-        return {"single": float(w[one].sum()), "gang_only": float(w[~one].sum())}
 
 
 def main() -> None:
@@ -76,7 +46,7 @@ def main() -> None:
     for seed in args.seed:
         wl_rng, pol_rng = np.random.default_rng(seed).spawn(2)  # as the benchmark's cells
         wl = sc.factory()(throughput=tm, cluster=cl, rng=wl_rng)
-        probe = KindProbe(with_info(instantiate(node), RuntimeInfo("exact", 0.0), seed))
+        probe = FitProbe(with_info(instantiate(node), RuntimeInfo("exact", 0.0), seed))
         out = run_one(
             probe,
             name=args.scheduler,
@@ -88,7 +58,7 @@ def main() -> None:
             rng=pol_rng,
         )
         end = float(out.result.end_time)
-        parts = probe.breakdown(end)
+        parts = probe.idle_breakdown(end)
         print(
             f"{sc.name} seed {seed} {args.scheduler}: avg JCT {out.row['avg_jct_h']:.3f} h; "
             f"idle GPU-h while a fitting job waits {probe.idle_fit_gpu_h(end):.1f} = single-node "

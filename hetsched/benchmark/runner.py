@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from hetsched.benchmark.info import RuntimeInfo, with_info
 from hetsched.benchmark.scenarios import Scenario, get_scenario
@@ -68,6 +69,7 @@ class FitProbe:
         self.times: list[float] = []
         self.idle: list[float] = []
         self.fits: list[bool] = []
+        self.single: list[bool] = []  # a waiting job fits on one node's free GPUs
 
     def __getattr__(self, name: str) -> Any:
         if name == "policy":
@@ -76,7 +78,7 @@ class FitProbe:
 
     def reset(self, *args: Any, **kwargs: Any) -> None:
         """Reset the wrapped policy and the records."""
-        self.times, self.idle, self.fits = [], [], []
+        self.times, self.idle, self.fits, self.single = [], [], [], []
         if hasattr(self.policy, "reset"):
             self.policy.reset(*args, **kwargs)
 
@@ -88,23 +90,36 @@ class FitProbe:
         free = np.where(state.node_up, cl.node_gpus, 0) - alloc.used_gpus_per_node(N)
         free = np.maximum(free, 0)
         waiting = state.active[~np.isin(state.active, alloc.job)]
-        fits = False
+        fits = single = False
         if waiting.size and free.sum() > 0:
             per_type = np.bincount(cl.node_type, weights=free, minlength=wl.allowed_types.shape[1])
-            room = per_type[None, :] >= wl.min_gpus[waiting][:, None]
-            fits = bool((room & wl.allowed_types[waiting]).any())
+            need = wl.min_gpus[waiting][:, None]
+            fits = bool(((per_type[None, :] >= need) & wl.allowed_types[waiting]).any())
+            ok = wl.allowed_types[waiting][:, cl.node_type]  # (waiting, N)
+            single = bool(((free[None, :] >= need) & ok).any())
         self.times.append(float(state.time))
         self.idle.append(float(free.sum()))
         self.fits.append(fits)
+        self.single.append(single)
         return alloc
+
+    def _weights(self, end_s: float) -> NDArray[np.float64]:
+        """GPU-hours idle while a waiting job fits, per recorded interval."""
+        t = np.asarray(self.times + [max(end_s, self.times[-1])])
+        return np.asarray(self.idle) * np.diff(t) * np.asarray(self.fits) / 3600.0
 
     def idle_fit_gpu_h(self, end_s: float) -> float:
         """GPU-hours idle while a waiting job fits, up to ``end_s`` (s)."""
+        return float(self._weights(end_s).sum()) if self.times else 0.0
+
+    def idle_breakdown(self, end_s: float) -> dict[str, float]:
+        """:meth:`idle_fit_gpu_h` split by what the waiting jobs need: ``single`` (some job
+        fits on one node's free GPUs of an allowed type) and ``gang_only`` (jobs fit only across
+        several nodes of a type)."""
         if not self.times:
-            return 0.0
-        t = np.asarray(self.times + [max(end_s, self.times[-1])])
-        dt = np.diff(t)
-        return float(np.sum(np.asarray(self.idle) * dt * np.asarray(self.fits)) / 3600.0)
+            return {"single": 0.0, "gang_only": 0.0}
+        w, one = self._weights(end_s), np.asarray(self.single)
+        return {"single": float(w[one].sum()), "gang_only": float(w[~one].sum())}
 
 
 @dataclass(frozen=True)

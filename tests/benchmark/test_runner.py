@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 
@@ -127,6 +128,31 @@ def test_fit_probe_counts_idle_gpus_only_while_a_waiting_job_fits() -> None:
         [True, False, True],
     )
     assert probe.idle_fit_gpu_h(9000.0) == pytest.approx(4.0 + 2.0 * 0.5)
+    probe.single = [False, True, True]  # the first interval's job fits only as a gang
+    parts = probe.idle_breakdown(9000.0)
+    assert parts == pytest.approx({"single": 1.0, "gang_only": 4.0})
+
+
+def test_fit_probe_tells_single_node_fits_from_gang_only_fits() -> None:
+    """Two 4-GPU nodes of one type with 2 GPUs free each: a 3-GPU job fits only as a gang, a
+    2-GPU job on one node."""
+    from types import SimpleNamespace
+
+    from hetsched.sim.allocation import Allocation
+
+    class Idle:
+        def decide(self, state: object) -> Allocation:
+            return Allocation.empty()
+
+    cl = SimpleNamespace(num_nodes=2, node_gpus=np.array([2, 2]), node_type=np.array([0, 0]))
+    for need, single in ((3, False), (2, True)):
+        wl = SimpleNamespace(min_gpus=np.array([need]), allowed_types=np.array([[True, False]]))
+        st = SimpleNamespace(
+            cluster=cl, workload=wl, node_up=np.array([True, True]), active=np.array([0]), time=0.0
+        )
+        probe = FitProbe(Idle())
+        probe.decide(st)
+        assert probe.fits == [True] and probe.single == [single]
 
 
 def test_extra_checkpoints_build_a_maifs_policy_each() -> None:

@@ -135,14 +135,12 @@ def identity_columns(layout: ObsLayout) -> NDArray[np.bool_]:
 
 
 def agent_observations(core: EnvCore, conf: AgentEnvConf) -> NDArray[np.float32]:
-    """The env's observations ``(N, D)``, with the identity columns zeroed unless
-    ``conf.identity`` (a new array either way)."""
+    """The env's observations ``(N, D)`` (a new array each call), with the identity columns
+    zeroed unless ``conf.identity``."""
     obs = core.observations()
-    if conf.identity:
-        return obs.copy()
-    out = obs.copy()
-    out[:, identity_columns(core.layout)] = 0.0
-    return out
+    if not conf.identity:
+        obs[:, identity_columns(core.layout)] = 0.0
+    return obs
 
 
 def graph_of(mask: NDArray[np.integer], window: int, extra: int = 0) -> NDArray[np.bool_]:

@@ -31,9 +31,6 @@ the 2-core development machine); later processes load them in well under a secon
 
 from __future__ import annotations
 
-import functools
-import os
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -41,31 +38,13 @@ import numpy as np
 from hetsched.baselines import hadar_kernel_place as _place
 from hetsched.baselines import hadar_kernel_search as _search
 from hetsched.baselines.hadar_plan import FloatArray, HadarPlan, IntArray, _JobInfo
+from hetsched.numba_support import jit, numba_module
 
 if TYPE_CHECKING:
     from hetsched.baselines.hadar_dual import HadarDual
 
-#: Set to "0" to use the numpy reference path even when numba is installed.
-ENV_VAR = "HETSCHED_NUMBA"
 #: Utility shapes the kernels evaluate themselves (``sigmoid`` needs numpy's ``exp``).
 UTILITY_CODES = {"linear": 0, "step": 1, "constant": 2}
-
-
-@functools.cache
-def _import_numba() -> ModuleType | None:
-    """numba, or None when it is not installed or cannot be imported."""
-    try:
-        import numba
-    except Exception:
-        return None
-    return numba
-
-
-def numba_module() -> ModuleType | None:
-    """The numba module, or None when it is disabled by :data:`ENV_VAR` or not importable."""
-    if os.environ.get(ENV_VAR, "1").strip() == "0":
-        return None
-    return _import_numba()
 
 
 _compiled: dict[str, Any] = {}
@@ -97,25 +76,17 @@ def compiled(name: str) -> Any:
     nb = numba_module()
     assert nb is not None, "compiled() needs numba: check numba_module() first"
     if "rate" not in _compiled:
-        _compiled["rate"] = _place._rate_of = _jit(nb, _place._rate_of_py)
-        _compiled["block"] = _place._block_sum = _jit(nb, _place._block_sum_py)
-        psum = _jit(nb, _place._pairwise_sum_py)
+        _compiled["rate"] = _place._rate_of = jit(nb, _place._rate_of_py)
+        _compiled["block"] = _place._block_sum = jit(nb, _place._block_sum_py)
+        psum = jit(nb, _place._pairwise_sum_py)
         _compiled["psum"] = _place._pairwise_sum = _search._pairwise_sum = psum
-        _compiled["utility"] = _search._utility = _jit(nb, _search._utility_py)
+        _compiled["utility"] = _search._utility = jit(nb, _search._utility_py)
     if name == "best":
         _search._schedule = compiled("schedule")
         _search._plan = compiled("plan")
-    fn = _jit(nb, _KERNELS[name])
+    fn = jit(nb, _KERNELS[name])
     _compiled[name] = fn
     return fn
-
-
-def _jit(nb: ModuleType, py: Any) -> Any:
-    """``numba.njit`` with an on-disk cache where one can be written."""
-    try:
-        return nb.njit(cache=True, error_model="numpy", nogil=True)(py)
-    except RuntimeError:  # no writable cache location: compile once per process
-        return nb.njit(cache=False, error_model="numpy", nogil=True)(py)
 
 
 def compiled_plan(

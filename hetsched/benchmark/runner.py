@@ -199,13 +199,12 @@ def _sim_config(sim: Mapping[str, Any]) -> Any:
     return sim_config_from(merged)
 
 
-def run_cell(cell: Cell, out_dir: Path | None = None) -> dict[str, Any]:
-    """Run one cell; write its result file if ``out_dir`` is given.
+def play_cell(cell: Cell) -> tuple[Any, FitProbe, float, float]:
+    """Simulate one cell: its workload and policy generator from the cell's seed, the policy
+    behind its information track and a :class:`FitProbe`.
 
     Returns:
-        The cell's row: its keys (scenario, split, family, cluster, load, scheduler, track,
-        seed, config hash), :data:`CELL_METRICS`, ``wall_s`` and ``cpu_s`` (wall-clock and
-        process CPU seconds the run took).
+        ``(outcome of hetsched.evaluation.run_one, the probe, wall s, process CPU s)``.
     """
     from hydra.utils import instantiate
 
@@ -236,7 +235,19 @@ def run_cell(cell: Cell, out_dir: Path | None = None) -> dict[str, Any]:
         seed=cell.seed,
         rng=pol_rng,
     )
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return out, policy, time.perf_counter() - t0, time.process_time() - c0
+
+
+def run_cell(cell: Cell, out_dir: Path | None = None) -> dict[str, Any]:
+    """Run one cell (:func:`play_cell`); write its result file if ``out_dir`` is given.
+
+    Returns:
+        The cell's row: its keys (scenario, split, family, cluster, load, scheduler, track,
+        seed, config hash), :data:`CELL_METRICS`, ``wall_s`` and ``cpu_s`` (wall-clock and
+        process CPU seconds the run took).
+    """
+    out, policy, wall, cpu = play_cell(cell)
+    sc = get_scenario(cell.scenario)
     end = float(out.result.end_time)
     metrics = {**out.row, **out.extra, "idle_fit_gpu_h": policy.idle_fit_gpu_h(end)}
     row: dict[str, Any] = {

@@ -25,35 +25,15 @@ cache location is writable they are compiled once per process instead.
 
 from __future__ import annotations
 
-import functools
-import os
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-#: Set to "0" to use the numpy reference path even when numba is installed.
-ENV_VAR = "HETSCHED_NUMBA"
+from hetsched.numba_support import ENV_VAR as ENV_VAR  # re-exported: scripts/bench_env.py reads it
+from hetsched.numba_support import jit, numba_module
+
 EPS = 1e-9  # the same constants as hetsched.envs.features (a test checks)
 HOUR = 3600.0
-
-
-@functools.cache
-def _import_numba() -> ModuleType | None:
-    """numba, or None when it is not installed or cannot be imported (e.g. with this numpy)."""
-    try:
-        import numba
-    except Exception:
-        return None
-    return numba
-
-
-def numba_module() -> ModuleType | None:
-    """The numba module, or None when it is disabled by :data:`ENV_VAR` or not importable."""
-    if os.environ.get(ENV_VAR, "1").strip() == "0":
-        return None
-    return _import_numba()
-
 
 _compiled: dict[str, Any] = {}
 
@@ -67,11 +47,7 @@ def get(name: str) -> Any | None:
     fn = _compiled.get(name)
     if fn is None:
         py = {"mask": _mask_py, "resident": _resident_py, "observe": _observe_py}[name]
-        try:
-            fn = nb.njit(cache=True, error_model="numpy", nogil=True)(py)
-        except RuntimeError:  # no writable cache location (read-only install): compile per process
-            fn = nb.njit(cache=False, error_model="numpy", nogil=True)(py)
-        _compiled[name] = fn
+        fn = _compiled[name] = jit(nb, py)
     return fn
 
 

@@ -337,9 +337,9 @@ def test_decisions_match_the_recorded_fingerprint(monkeypatch: pytest.MonkeyPatc
 
 # ---------------------------------------------------------------------- compiled kernels
 def _numba_or_skip() -> None:
-    from hetsched.baselines import hadar_kernels
+    from hetsched import numba_support
 
-    if hadar_kernels._import_numba() is None:
+    if numba_support._import_numba() is None:
         pytest.skip("numba is not installed: only the numpy path runs")
 
 

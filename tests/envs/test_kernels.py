@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import data_equivalence
 
+from hetsched import numba_support
 from hetsched.envs import ClusterParallelEnv, features, kernels, masks
 from hetsched.envs.testing import masked_random_actions, small_env_kwargs
 
@@ -19,11 +20,11 @@ MASK_FIELDS += ("fits_any", "fits_one")
 
 def _pair(monkeypatch: pytest.MonkeyPatch, **kw: Any) -> tuple[ClusterParallelEnv, ...]:
     """The same env twice: with the compiled kernels, and on the numpy path."""
-    monkeypatch.delenv(kernels.ENV_VAR, raising=False)
+    monkeypatch.delenv(numba_support.ENV_VAR, raising=False)
     fast = ClusterParallelEnv(**kw)
-    monkeypatch.setenv(kernels.ENV_VAR, "0")
+    monkeypatch.setenv(numba_support.ENV_VAR, "0")
     ref = ClusterParallelEnv(**kw)
-    monkeypatch.delenv(kernels.ENV_VAR)
+    monkeypatch.delenv(numba_support.ENV_VAR)
     for env, on in ((fast, True), (ref, False)):
         f = env.core.features
         for kernel in (f.mask_kernel, f.observe_kernel, env.core._resident_kernel):
@@ -135,9 +136,9 @@ def test_mask_kernel_on_random_free_resources(monkeypatch: pytest.MonkeyPatch) -
 
 def test_env_var_selects_the_numpy_path(monkeypatch: pytest.MonkeyPatch) -> None:
     assert (kernels.EPS, kernels.HOUR) == (features.EPS, features.HOUR)  # compiled-in copies
-    monkeypatch.setenv(kernels.ENV_VAR, "0")
+    monkeypatch.setenv(numba_support.ENV_VAR, "0")
     assert kernels.numba_module() is None and kernels.get("mask") is None
-    monkeypatch.delenv(kernels.ENV_VAR)
+    monkeypatch.delenv(numba_support.ENV_VAR)
     assert kernels.numba_module() is not None and kernels.get("resident") is not None
     with pytest.raises(KeyError):
         kernels.get("no_such_kernel")
@@ -151,7 +152,7 @@ def test_kernels_compile_without_a_cache_location(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(kernels, "_compiled", {})
     fast = ClusterParallelEnv(**small_env_kwargs(num_jobs=24))
     assert fast.core.features.mask_kernel is not None
-    monkeypatch.setenv(kernels.ENV_VAR, "0")
+    monkeypatch.setenv(numba_support.ENV_VAR, "0")
     ref = ClusterParallelEnv(**small_env_kwargs(num_jobs=24))
     assert _lockstep(fast, ref, steps=60, seed=2) > 0
 
@@ -172,11 +173,11 @@ def test_missing_numba_falls_back_to_numpy(monkeypatch: pytest.MonkeyPatch) -> N
 
     monkeypatch.setitem(sys.modules, "numba", None)  # `import numba` raises ImportError
     monkeypatch.setattr(kernels, "_compiled", {})
-    kernels._import_numba.cache_clear()
+    numba_support._import_numba.cache_clear()
     try:
         assert kernels.numba_module() is None and kernels.get("observe") is None
         env = ClusterParallelEnv(**small_env_kwargs(num_jobs=8))
         assert env.core.features.mask_kernel is None and env.core._resident_kernel is None
         env.reset(seed=0)
     finally:
-        kernels._import_numba.cache_clear()  # the next caller imports the real numba again
+        numba_support._import_numba.cache_clear()  # the next caller imports the real numba again

@@ -130,3 +130,24 @@ def test_every_reward_term_has_one_agent_setting() -> None:
     conf = AgentEnvConf(reward_makespan=0.25)
     w = env_settings(conf).reward_weights
     assert w["makespan"] == 0.25 and w["jobs"] == conf.reward_jobs
+
+
+def test_curriculum_and_evaluation_refuse_test_scenarios() -> None:
+    """A curriculum item naming a test scenario fails with one line before any env is built;
+    a train scenario builds its cluster and seeded windows."""
+    from hetsched.agents.config import CurriculumItem
+    from hetsched.agents.trainer import item_source
+    from hetsched.sim.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="'itp_c03_sia64_busy' is in the test split"):
+        item_source(CurriculumItem(scenario="itp_c03_sia64_busy"))
+    cl, wf = item_source(CurriculumItem(scenario="itp_c05_sia64_light"))
+    assert cl.name == "sia_64" and callable(wf)
+
+
+def test_checkpoints_without_work_conserving_load_with_it_off() -> None:
+    """Checkpoints saved before ``env.work_conserving`` existed act as they were trained."""
+    old = asdict(MAIFSAgentConf())
+    del old["env"]["work_conserving"]
+    assert conf_from_dict(old).env.work_conserving is False
+    assert conf_from_dict(asdict(MAIFSAgentConf())).env.work_conserving is True

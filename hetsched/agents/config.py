@@ -203,6 +203,43 @@ def train_split_curriculum() -> list[CurriculumItem]:
 
 
 @dataclass
+class ClusterDrawConf:
+    """Cluster-shape and node-count randomisation of training episodes
+    (:class:`hetsched.sim.cluster_draw.ClusterDraw`).
+
+    Attributes:
+        fraction: Share of training episodes played on a drawn cluster instead of the
+            curriculum item's own (0: never). The episode's workload is drawn for the drawn
+            cluster (a scenario's windows rescaled to its offered load there); a draw on which
+            some job of it could never run is drawn again.
+        gpu_types: GPU types a drawn node group may have. ``rtx6000`` is left out: the
+            validation cluster ``rtx_64`` holds it, so validation measures a type never
+            trained on.
+        groups: Node groups (one GPU type each) per drawn cluster, ``[low, high]``.
+        nodes: Nodes per group, ``[low, high]``.
+        gpus_per_node: GPUs per node (one value per group).
+        cpus_per_gpu: Host CPU cores per GPU.
+        mem_gib_per_gpu: Host memory per GPU (GiB).
+        total_gpus: A drawn cluster's GPU total, ``[low, high]``.
+    """
+
+    fraction: float = 0.0
+    gpu_types: list[str] = field(
+        default_factory=lambda: ["k80", "p100", "v100", "t4", "a100", "rtx2080ti"]
+    )
+    groups: list[int] = field(default_factory=lambda: [2, 4])
+    nodes: list[int] = field(default_factory=lambda: [1, 12])
+    gpus_per_node: list[int] = field(default_factory=lambda: [1, 2, 4, 8])
+    cpus_per_gpu: list[float] = field(default_factory=lambda: [8.0, 12.0, 16.0, 32.0, 48.0])
+    mem_gib_per_gpu: list[float] = field(default_factory=lambda: [32.0, 64.0, 128.0, 256.0])
+    total_gpus: list[int] = field(default_factory=lambda: [32, 160])
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= float(self.fraction) <= 1.0:
+            raise ValueError(f"agent.cluster_draw.fraction={self.fraction!r} must lie in [0, 1]")
+
+
+@dataclass
 class EvalConf:
     """Periodic evaluation against a fixed baseline on the validation item.
 
@@ -244,6 +281,7 @@ class MAIFSAgentConf:
     bc: BCConf = field(default_factory=BCConf)
     ppo: PPOConf = field(default_factory=PPOConf)
     curriculum: list[CurriculumItem] = field(default_factory=train_split_curriculum)
+    cluster_draw: ClusterDrawConf = field(default_factory=ClusterDrawConf)
     eval: EvalConf = field(default_factory=EvalConf)
 
     def __post_init__(self) -> None:

@@ -31,10 +31,15 @@ from hetsched.envs.presets import WorkloadFactory
 from hetsched.envs.spaces import EnvSettings
 from hetsched.sim.allocation import Allocation
 from hetsched.sim.cluster import Cluster
+from hetsched.sim.cluster_draw import ClusterDraw
 from hetsched.sim.engine import DONE, PENDING, SimState
+from hetsched.sim.errors import TraceError
 from hetsched.sim.metrics import compute_metrics
 from hetsched.sim.throughput import ThroughputModel
 from hetsched.sim.workload import Workload
+
+#: Clusters drawn per episode before :meth:`TeamEnv.reset` gives up (``agent.cluster_draw``).
+DRAW_TRIES = 20
 
 #: Env id (and version) the agent is trained on; stored in checkpoints and checked on load.
 ENV_ID = "hetsched/Cluster-v0"
@@ -72,6 +77,9 @@ class TeamEnv:
         throughput: Ground-truth throughput model.
         settings: Env settings (the agent uses ``advance="event"``).
         max_steps: Steps after which an episode is truncated.
+        draw: Cluster-shape randomisation: a :class:`ClusterDraw` and the share of episodes
+            (in [0, 1]) played on a cluster drawn from it instead of ``cluster`` (the episode's
+            workload is then drawn for that cluster). None: always ``cluster``.
     """
 
     def __init__(
@@ -81,12 +89,16 @@ class TeamEnv:
         throughput: ThroughputModel,
         settings: EnvSettings,
         max_steps: int = 20_000,
+        draw: tuple[ClusterDraw, float] | None = None,
     ) -> None:
-        self.core = EnvCore(cluster, workload, throughput, settings)
+        self._args = (workload, throughput, settings)
+        self._own = EnvCore(cluster, workload, throughput, settings)
+        self.core = self._own
         self.z = 3600.0 * cluster.num_gpus / 8.0
         self.weights = settings.reward_weights
         self.max_steps = max_steps
         self.steps = 0
+        self.draw = draw
 
     @property
     def num_agents(self) -> int:
@@ -94,9 +106,35 @@ class TeamEnv:
         return self.core.N
 
     def reset(self, rng: np.random.Generator) -> None:
-        """Start an episode (a new workload from the factory, drawn with ``rng``)."""
-        self.core.reset(rng)
+        """Start an episode (a new workload from the factory, drawn with ``rng``; with
+        ``draw``, first the cluster: a drawn one with the set probability)."""
+        self.core = self._own
         self.steps = 0
+        if self.draw is not None and rng.random() < self.draw[1]:
+            self.core = self._drawn_core(rng)
+        else:
+            self.core.reset(rng)
+        self.z = 3600.0 * self.core.cluster.num_gpus / 8.0
+
+    def _drawn_core(self, rng: np.random.Generator) -> EnvCore:
+        """A core reset on a drawn cluster that can host the episode's workload: a draw on
+        which some job could never run (it asks more CPU cores per GPU than any node of a type
+        it allows has, or no type it allows and runs on has its GPUs) is drawn again, up to :data:`DRAW_TRIES` times."""
+        assert self.draw is not None
+        err: TraceError | None = None
+        for _ in range(DRAW_TRIES):
+            core = EnvCore(self.draw[0](rng), *self._args)
+            try:
+                core.reset(rng)
+            except TraceError as e:
+                err = e
+                continue
+            if _hosts_every_job(core):
+                return core
+        raise TraceError(
+            f"agent.cluster_draw: {DRAW_TRIES} drawn clusters could not host the workload "
+            f"(last: {err}); widen cpus_per_gpu, mem_gib_per_gpu or total_gpus"
+        )
 
     def observe(self) -> tuple[NDArray[np.float32], NDArray[np.int8]]:
         """Observations ``(N, D)`` float32 and action masks ``(N, A)`` int8."""
@@ -126,6 +164,20 @@ class TeamEnv:
         res = self.core.sim.result()
         row = compute_metrics(res, scheduler="maifs", workload="", cluster="", seed=0)
         return {k: float(v) for k, v in row.items() if isinstance(v, int | float)}
+
+
+def _hosts_every_job(core: EnvCore) -> bool:
+    """Every job can run at its smallest GPU count on GPUs of one type it allows: the type has
+    that many GPUs in all (gangs span nodes of one type) and the model runs on it (a positive
+    isolated throughput, packed or spread)."""
+    wl, cl, tm = core.wl, core.cluster, core.tm
+    assert wl is not None
+    T = wl.allowed_types.shape[1]
+    per_type = np.bincount(cl.node_type, weights=cl.node_gpus, minlength=T)
+    m, t, g = wl.model[:, None], np.arange(T)[None, :], wl.min_gpus[:, None]
+    runs = (tm.isolated(m, t, g, False) > 0) | (tm.isolated(m, t, g, True) > 0)
+    ok = wl.allowed_types & runs & (per_type[None, :] >= g)
+    return bool(ok.any(axis=1).all())
 
 
 class _StateView:

@@ -16,7 +16,8 @@ Rule, at every decision step:
    in window order.
 3. Each job goes to the free node (not yet claimed this step) with the highest rate, ties to the
    best fit (fewest free GPUs) then the lowest index. A long job whose best free rate is below
-   ``min_rel_rate`` times its best rate anywhere in the cluster waits for a faster GPU. A job no node can host alone is claimed by every free legal node of the GPU type
+   ``min_rel_rate`` times the best rate one node of the cluster could give it (the fastest
+   allowed type with a node of its GPU count) waits for a faster GPU. A job no node can host alone is claimed by every free legal node of the GPU type
    with the most free capacity (the env fills the gang).
 4. Evictions (only in the preemptive env ``hetsched/ClusterPreempt-v0``, with ``evict_ratio``
    set; the preset's rule "preemption for short jobs" written in the env's actions): shortest
@@ -51,6 +52,22 @@ def _seen_remaining(core: EnvCore) -> NDArray[np.float64]:
     """Remaining work per job as the env's information track shows it (exact by default)."""
     assert core.sim is not None and core.wl is not None
     return core.features.observed_remaining(core.wl, core.sim.remaining)[0]
+
+
+def _best_alone(core: EnvCore, w: NDArray[np.int64]) -> NDArray[np.float64]:
+    """The best rate each of jobs ``w`` could get on one node of the cluster at its request,
+    shape (len(w),): the isolated throughput on the fastest allowed GPU type that has a node
+    with that many GPUs, times the model's best CPU/memory factor (0: no node could host it
+    alone)."""
+    assert core.wl is not None
+    wl, cl = core.wl, core.cluster
+    T = wl.allowed_types.shape[1]
+    big = np.zeros(T, dtype=np.int64)
+    np.maximum.at(big, cl.node_type, cl.node_gpus)  # largest node per GPU type
+    g = wl.req_gpus[w]
+    tput = core.tm.isolated(wl.model[w][:, None], np.arange(T)[None, :], g[:, None], False)
+    ok = wl.allowed_types[w] & (big[None, :] >= g[:, None])
+    return np.asarray(np.where(ok, tput, 0.0).max(axis=1) * core.tm.best_phi(wl.model[w]))
 
 
 def preemption_room(
@@ -195,7 +212,7 @@ class SJFTeacher:
         rate, lvl = self.rates(core)
         w = np.where(core.slot_ok, core.window, 0)
         rem = _seen_remaining(core)[w]
-        best_any = core.jt.best_tput[w] * core.tm.best_phi(core.wl.model[w])
+        best_any = _best_alone(core, w)
         top = rate.max(axis=0)
         est = np.where(top > 0, rem / np.where(top > 0, top, 1.0), np.inf)
         slots = np.flatnonzero(core.slot_ok)

@@ -53,7 +53,7 @@ from hetsched.agents.checkpoint import (
     save_checkpoint,
     set_numpy_state,
 )
-from hetsched.agents.config import CurriculumItem, TrainConfig
+from hetsched.agents.config import ClusterDrawConf, CurriculumItem, TrainConfig
 from hetsched.agents.driver import TeamEnv
 from hetsched.agents.learner import TrainingDivergedError, bc_fit, ppo_update
 from hetsched.agents.network import EVICT_HEAD
@@ -77,6 +77,7 @@ from hetsched.envs.presets import (
 )
 from hetsched.envs.spaces import EnvSettings
 from hetsched.sim.cluster import Cluster
+from hetsched.sim.cluster_draw import ClusterDraw
 from hetsched.sim.throughput import ThroughputModel, default_throughput
 
 
@@ -163,10 +164,27 @@ def curriculum_envs(
     if envs is not None:
         items = items or [CurriculumItem()]
         return [items[min(i, len(items) - 1)] for i in range(len(envs))], envs
+    draw = cluster_draw(cfg.agent.cluster_draw)
     if items:
-        return items, [TeamEnv(*item_source(it), tm, settings, max_steps) for it in items]
+        return items, [TeamEnv(*item_source(it), tm, settings, max_steps, draw) for it in items]
     cl, wf = app_cluster(cfg.cluster), app_workload(cfg.workload)
-    return [CurriculumItem()], [TeamEnv(cl, wf, tm, settings, max_steps)]
+    return [CurriculumItem()], [TeamEnv(cl, wf, tm, settings, max_steps, draw)]
+
+
+def cluster_draw(conf: ClusterDrawConf) -> tuple[ClusterDraw, float] | None:
+    """The training envs' cluster randomisation (``agent.cluster_draw``), None when off."""
+    if not conf.fraction > 0:
+        return None
+    d = ClusterDraw.build(
+        gpu_types=conf.gpu_types,
+        groups=conf.groups,
+        nodes=conf.nodes,
+        gpus_per_node=conf.gpus_per_node,
+        cpus_per_gpu=conf.cpus_per_gpu,
+        mem_gib_per_gpu=conf.mem_gib_per_gpu,
+        total_gpus=conf.total_gpus,
+    )
+    return d, float(conf.fraction)
 
 
 class Trainer:

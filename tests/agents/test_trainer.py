@@ -278,3 +278,35 @@ def test_cuda_learner_without_cuda_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="not one of auto, cpu, cuda"):
         learner_device("tpu")
     assert learner_device("auto").type == "cpu"
+
+
+def test_cluster_draw_plays_episodes_on_drawn_clusters(tmp_path: Path) -> None:
+    """With ``agent.cluster_draw.fraction`` set, training episodes run on clusters drawn from
+    the env seed (node counts vary), the rest on the item's own; the teacher plays both."""
+    from hetsched.agents.config import ClusterDrawConf
+    from hetsched.agents.driver import TeamEnv
+    from hetsched.agents.trainer import cluster_draw
+
+    cfg = fast_config()
+    assert cluster_draw(cfg.agent.cluster_draw) is None  # off by default: the item's cluster
+    conf = ClusterDrawConf(fraction=0.5, gpu_types=["t4", "a100"], groups=[1, 2], nodes=[1, 3])
+    conf.total_gpus = [2, 48]
+    tm = tiny_tm()
+    own = tiny_env(cfg.agent, tm, jobs=3).core
+    env = TeamEnv(own.cluster, own.workload_source, tm, own.cfg, 500, cluster_draw(conf))
+    tr = Trainer(cfg, tmp_path, throughput=tm, envs=[env])
+    eps = tr.play_episodes(10, "teacher")
+    assert all(e.metrics for e in eps)  # every job finished on every cluster
+    sizes = [e.obs.shape[1] for e in eps]  # agents (nodes) of each episode
+    assert 2 in sizes and len(set(sizes)) >= 2  # the own 2-node cluster and drawn ones
+    seen = set()
+    for seed in range(20):
+        env.reset(np.random.default_rng(seed))
+        seen.add(env.num_agents)
+    assert len(seen) >= 3
+    env.reset(np.random.default_rng(5))
+    n = env.num_agents
+    env.reset(np.random.default_rng(5))  # the same seed draws the same cluster again
+    assert env.num_agents == n
+    with pytest.raises(ValueError, match="cluster_draw.fraction"):
+        ClusterDrawConf(fraction=1.5)

@@ -34,6 +34,7 @@ from hetsched.agents.coordination import (
     ordered_actions,
 )
 from hetsched.agents.network import MAIFSNet, NetDims
+from hetsched.agents.teacher import best_alone_tput
 from hetsched.envs.core import EnvCore
 from hetsched.envs.features import ObsLayout
 from hetsched.envs.rewards import REWARD_TERMS
@@ -109,9 +110,31 @@ def agent_masks(core: EnvCore, conf: AgentEnvConf) -> tuple[NDArray[np.int8], ND
         keep[g1, c1, m1] = True
         mask[:, 1:P] &= np.tile(keep.ravel(), core.K).astype(np.int8)[None, :]
     if conf.work_conserving:
-        hosts = ((mask[:, 1:P] == 1) & single[:, : P - 1]).any(axis=1)
+        hosts = ((mask[:, 1:P] == 1) & binding_claims(core, conf, single)).any(axis=1)
         mask[hosts, 0] = 0
     return mask, single
+
+
+def binding_claims(
+    core: EnvCore, conf: AgentEnvConf, single: NDArray[np.bool_]
+) -> NDArray[np.bool_]:
+    """Which claims forbid the no-op under the work-conserving semantics, shape (N, P - 1):
+    single-node claims, except (with ``conf.wait_below > 0``) claims of a job that would run
+    on the agent's GPU type at less than ``wait_below`` times the best isolated throughput one
+    node of the cluster could give it (:func:`hetsched.agents.teacher.best_alone_tput`): for
+    those the agent may wait for a faster GPU."""
+    P = core.n_place
+    bind = single[:, : P - 1]
+    if not conf.wait_below > 0 or core.wl is None or core.jt is None:
+        return bind
+    wl, K = core.wl, core.K
+    w = np.where(core.slot_ok, core.window, 0)
+    g1 = core.cfg.levels.one_index[0]
+    G = core.jt.gpu_count[w, g1]
+    nt = core.cluster.node_type
+    here = core.tm.isolated(wl.model[w][None, :], nt[:, None], G[None, :], False)  # (N, K)
+    fast = here >= conf.wait_below * best_alone_tput(core, w)[None, :]
+    return bind & np.repeat(fast, (P - 1) // K, axis=1)
 
 
 @functools.lru_cache(maxsize=16)
@@ -201,8 +224,19 @@ class Acting:
             )
             eff = mask.astype(bool)
         else:
+            env = self.conf.env
+            bind = None
+            if env.work_conserving and env.wait_below > 0:
+                bind = binding_claims(core, env, single)
             actions, eff = ordered_actions(
-                lg, mask, single, core.K, rng, graph=self.conf.conflict != "none", extra=extra
+                lg,
+                mask,
+                single,
+                core.K,
+                rng,
+                graph=self.conf.conflict != "none",
+                extra=extra,
+                binding=bind,
             )
         if not (actions > 0).any() and core.any_legal and core.round_allocation().size == 0:
             # The joint no-op is not an action on an idle cluster (module docstring).

@@ -49,6 +49,7 @@ RETIRED: dict[tuple[str, str], object] = {
 #: checkpoint saved without them acts (``(group, key)``: value).
 LEGACY: dict[tuple[str, str], object] = {
     ("env", "work_conserving"): False,
+    ("env", "wait_below"): 0.0,
 }
 
 

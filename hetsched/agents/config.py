@@ -46,6 +46,11 @@ class AgentEnvConf:
             before it) may not pass; which job, at which GPU, CPU and memory levels, stays the
             network's choice. Gang claims stay voluntary. Checkpoints saved before this field
             existed load with false.
+        wait_below: With ``work_conserving``, the claims that do not bind the agent: it may
+            still pass when every job it could host alone would run on its GPU type below
+            this fraction of the best isolated throughput one node of the cluster could give
+            the job (waiting for a faster GPU stays an action). 0: every single-node claim
+            binds. Checkpoints saved before this field existed load with 0.
         identity: Show identity features (the GPU-type one-hot of the own node, the model
             one-hot of resident and window jobs). False zeroes them, so the network sees jobs
             and nodes only through throughput-relative features (the identity-features
@@ -67,6 +72,7 @@ class AgentEnvConf:
     preemptive: bool = False
     evict_max: int | None = None
     work_conserving: bool = True
+    wait_below: float = 0.0
     identity: bool = True
 
 
@@ -116,10 +122,10 @@ class BCConf:
             makespan-critical decisions; see :meth:`Trainer._label_weights`).
     """
 
-    episodes: int = 24
-    dagger_rounds: int = 4
+    episodes: int = 40
+    dagger_rounds: int = 16
     dagger_episodes: int = 8
-    buffer_episodes: int = 40
+    buffer_episodes: int = 120
     epochs: int = 8
     lr: float = 1e-3
     batch: int = 64
@@ -223,7 +229,7 @@ class ClusterDrawConf:
         total_gpus: A drawn cluster's GPU total, ``[low, high]``.
     """
 
-    fraction: float = 0.0
+    fraction: float = 0.5
     gpu_types: list[str] = field(
         default_factory=lambda: ["k80", "p100", "v100", "t4", "a100", "rtx2080ti"]
     )

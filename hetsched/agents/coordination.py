@@ -80,6 +80,7 @@ def ordered_actions(
     *,
     graph: bool = True,
     extra: int = 0,
+    binding: NDArray[np.bool_] | None = None,
 ) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
     """Ordered decision: sample (or argmax) agent by agent, masking claimed jobs for neighbours.
 
@@ -94,6 +95,9 @@ def ordered_actions(
             decisions, conflicts left to the env).
         extra: Trailing actions that are not claims (the preemptive env's evictions, shape
             ``A = 1 + K L + extra``): never masked by a neighbour's claim, no edges.
+        binding: The claims that made the no-op illegal, shape (N, A - 1 - extra)
+            (:func:`hetsched.agents.acting.binding_claims`); given, passing is legal again once
+            the agent's binding claims are all taken (None: once every claim is taken).
 
     Returns:
         ``(actions (N,), effective masks (N, A))``: the mask each agent decided under.
@@ -113,7 +117,9 @@ def ordered_actions(
     for i in order.tolist():  # one pass over the agents
         if taken[i].any():
             eff[i, 1:P] &= ~np.repeat(taken[i], L)
-            if not eff[i].any():  # every claim taken: passing is legal again
+            if binding is not None:  # its binding claims taken: passing is legal again
+                eff[i, 0] |= not (eff[i, 1:P] & binding[i]).any()
+            elif not eff[i].any():  # every claim taken: passing is legal again
                 eff[i, 0] = True
         row = np.where(eff[i], logits[i], NEG)
         a = int(_pick(row[None, :], rng)[0])

@@ -15,9 +15,10 @@ Rule, at every decision step:
    makespan); the others shortest estimated time first (``order="sjf"``, for the mean JCT) or
    in window order.
 3. Each job goes to the free node (not yet claimed this step) with the highest rate, ties to the
-   best fit (fewest free GPUs) then the lowest index. A long job whose best free rate is below
-   ``min_rel_rate`` times the best rate one node of the cluster could give it (the fastest
-   allowed type with a node of its GPU count) waits for a faster GPU. A job no node can host alone is claimed by every free legal node of the GPU type
+   best fit (fewest free GPUs) then the lowest index. A long job waits for a faster GPU when
+   every free node that could host it has a GPU type on which it runs below ``min_rel_rate``
+   times the isolated throughput one node of the cluster could give it (the fastest allowed
+   type with a node of its GPU count; :func:`best_alone_tput`). A job no node can host alone is claimed by every free legal node of the GPU type
    with the most free capacity (the env fills the gang).
 4. Evictions (only in the preemptive env ``hetsched/ClusterPreempt-v0``, with ``evict_ratio``
    set; the preset's rule "preemption for short jobs" written in the env's actions): shortest
@@ -54,11 +55,10 @@ def _seen_remaining(core: EnvCore) -> NDArray[np.float64]:
     return core.features.observed_remaining(core.wl, core.sim.remaining)[0]
 
 
-def _best_alone(core: EnvCore, w: NDArray[np.int64]) -> NDArray[np.float64]:
-    """The best rate each of jobs ``w`` could get on one node of the cluster at its request,
-    shape (len(w),): the isolated throughput on the fastest allowed GPU type that has a node
-    with that many GPUs, times the model's best CPU/memory factor (0: no node could host it
-    alone)."""
+def best_alone_tput(core: EnvCore, w: NDArray[np.int64]) -> NDArray[np.float64]:
+    """The best isolated throughput each of jobs ``w`` could get on one node of the cluster at
+    its request, shape (len(w),): on the fastest GPU type it allows that has a node with that
+    many GPUs (0: no node could host it alone)."""
     assert core.wl is not None
     wl, cl = core.wl, core.cluster
     T = wl.allowed_types.shape[1]
@@ -67,7 +67,7 @@ def _best_alone(core: EnvCore, w: NDArray[np.int64]) -> NDArray[np.float64]:
     g = wl.req_gpus[w]
     tput = core.tm.isolated(wl.model[w][:, None], np.arange(T)[None, :], g[:, None], False)
     ok = wl.allowed_types[w] & (big[None, :] >= g[:, None])
-    return np.asarray(np.where(ok, tput, 0.0).max(axis=1) * core.tm.best_phi(wl.model[w]))
+    return np.asarray(np.where(ok, tput, 0.0).max(axis=1), dtype=np.float64)
 
 
 def preemption_room(
@@ -212,7 +212,10 @@ class SJFTeacher:
         rate, lvl = self.rates(core)
         w = np.where(core.slot_ok, core.window, 0)
         rem = _seen_remaining(core)[w]
-        best_any = _best_alone(core, w)
+        best_any = best_alone_tput(core, w)
+        nt = core.cluster.node_type
+        G = core.jt.gpu_count[w, g1]
+        here = core.tm.isolated(core.wl.model[w][None, :], nt[:, None], G[None, :], False)
         top = rate.max(axis=0)
         est = np.where(top > 0, rem / np.where(top > 0, top, 1.0), np.inf)
         slots = np.flatnonzero(core.slot_ok)
@@ -224,12 +227,11 @@ class SJFTeacher:
             slots = slots[np.lexsort((est[slots], key[slots]))]
         taken = np.zeros(N, dtype=bool)
         legal = core.ma.legal
-        nt = core.cluster.node_type
         for k in slots.tolist():  # at most K jobs per step
             r = np.where(taken, 0.0, rate[:, k])
             if r.max() > 0:
-                if long[k] and r.max() < self.min_rel_rate * best_any[k]:
-                    continue
+                if long[k] and here[r > 0, k].max() < self.min_rel_rate * best_any[k]:
+                    continue  # every free host's GPU type is too slow for it: wait
                 cand = np.flatnonzero(r >= r.max() * (1 - 1e-9))
                 n = int(cand[np.lexsort((cand, core.free_g[cand]))[0]])
                 actions[n] = int(core.codec.encode(k, g1, int(lvl[n, k]), m1))

@@ -14,6 +14,7 @@ from hetsched.agents.policy import ActorPolicy, MAIFSPolicy, PolicyStallError, T
 from hetsched.agents.teacher import SJFTeacher
 from hetsched.envs.core import EnvCore
 from hetsched.envs.spaces import EnvSettings
+from hetsched.sim.catalog import GPU_TYPE_NAMES
 from hetsched.sim.cluster import Cluster
 from hetsched.sim.engine import SimConfig, SimResult, Simulator
 from hetsched.sim.throughput import ThroughputModel
@@ -141,6 +142,37 @@ def test_teacher_gangs_a_job_larger_than_any_node_even_if_a_smaller_level_fits_o
     assert np.isfinite(res.finish_time).all() and res.start_time[0] == 0.0
 
 
+def test_teacher_waits_for_a_faster_type_only_where_one_node_of_it_could_host_the_job() -> None:
+    """A long job waits for a faster GPU type only if a node of that type could host it alone:
+    a 2-GPU job with a 1-GPU A100 node and a 2-GPU T4 node runs on the T4 at once (it used to
+    wait forever for an A100 rate no node could give), and waits while a 2-GPU A100 node is
+    busy."""
+    from hetsched.agents.teacher import best_alone_tput
+
+    tm = tiny_tm()  # model 0 runs 4x faster on an A100 than on a T4
+    long_work = 1e6  # far above the teacher's long-job threshold on either type
+    for a100_gpus, waits in ((1, False), (2, True)):
+        cl = make_cluster(
+            [
+                {"gpu_type": "t4", "count": 1, "gpus": 2, "cpus": 32, "mem_gib": 128},
+                {"gpu_type": "a100", "count": 1, "gpus": a100_gpus, "cpus": 32, "mem_gib": 128},
+            ]
+        )
+        # Job 0 (a100_gpus GPUs, short) takes the A100 node first; job 1 (2 GPUs, long) follows.
+        wl = make_workload([0.0, 1.0], [1e4, long_work], [a100_gpus, 2])
+        pol = TeacherPolicy(window=4)
+        pol.reset(cl, wl, tm, np.random.default_rng(0))
+        res = Simulator(cl, wl, tm, SimConfig()).run(pol)
+        assert np.isfinite(res.finish_time).all()
+        core = pol.core
+        assert core is not None
+        t4_rate = float(tm.isolated(0, GPU_TYPE_NAMES.index("t4"), 2))
+        best = best_alone_tput(core, np.array([1]))[0]
+        assert bool(best > t4_rate) is waits  # the A100 counts only if one node of it has 2 GPUs
+        started_on_t4 = bool(res.start_time[1] < res.finish_time[0])
+        assert started_on_t4 is not waits
+
+
 def _first_fit(core: EnvCore) -> np.ndarray:
     """Place the first window job that fits one node at its request on the lowest such node."""
     a = np.zeros(core.N, dtype=np.int64)
@@ -194,6 +226,46 @@ def test_policy_refuses_a_network_of_another_layout() -> None:
     net = build_net(conf.net, dims).eval()  # eviction actions the env settings do not have
     with pytest.raises(CheckpointError, match="actions per node"):
         _run(MAIFSPolicy(net=(net, conf)), cl, wl, tm)
+
+
+def test_wait_below_lets_a_slow_node_pass_until_its_binding_claims_are_taken() -> None:
+    """With ``agent.env.wait_below`` a node whose GPU type runs every job it could host below
+    that fraction of the job's best one-node throughput may pass (the T4 runs the tiny model at
+    a quarter of the A100's rate); the A100 node stays bound. In the ordered decision an agent
+    whose binding claims were taken may pass again."""
+    import dataclasses
+
+    from helpers import tiny_env, tiny_tm
+
+    from hetsched.agents.acting import agent_masks, binding_claims
+    from hetsched.agents.config import MAIFSAgentConf
+    from hetsched.agents.coordination import ordered_actions
+
+    conf = MAIFSAgentConf()
+    env = tiny_env(conf, tiny_tm())
+    env.reset(np.random.default_rng(0))
+    core = env.core
+    P = core.n_place
+    for wb, t4_may_pass in ((0.0, False), (0.2, False), (0.5, True), (1.0, True)):
+        c = dataclasses.replace(conf.env, wait_below=wb)
+        mask, single = agent_masks(core, c)
+        assert bool(mask[0, 0]) is t4_may_pass  # node 0: the T4 (rate ratio 0.25)
+        assert mask[1, 0] == 0  # node 1: the A100 always hosts the job at full rate
+        assert np.array_equal(mask[:, 1:], core.ma.mask[:, 1:])  # claims stay legal
+    c = dataclasses.replace(conf.env, wait_below=0.5)
+    mask, single = agent_masks(core, c)
+    bind = binding_claims(core, c, single)
+    assert not bind[0].any() and bind[1].any()
+    # Node 1 decides first (higher logits) and takes the job; with a 2-node env and bound node 0
+    # under wait_below=0, node 0 may pass again once its binding claim is taken.
+    c0 = dataclasses.replace(conf.env, wait_below=0.0)
+    m0, s0 = agent_masks(core, c0)
+    logits = np.where(m0 == 1, 0.0, -1e9)
+    a1 = 1 + int(np.flatnonzero(m0[1, 1:P] == 1)[0])
+    logits[1] = -1e9
+    logits[1, a1] = 5.0  # node 1 is sure: it decides first
+    acts, eff = ordered_actions(logits, m0, s0, core.K, None, binding=binding_claims(core, c0, s0))
+    assert acts[1] == a1 and acts[0] == 0 and eff[0, 0]
 
 
 def test_work_conserving_agent_mask_and_identity_columns() -> None:

@@ -288,7 +288,7 @@ def test_cluster_draw_plays_episodes_on_drawn_clusters(tmp_path: Path) -> None:
     from hetsched.agents.trainer import cluster_draw
 
     cfg = fast_config()
-    assert cluster_draw(cfg.agent.cluster_draw) is None  # off by default: the item's cluster
+    assert cluster_draw(ClusterDrawConf(fraction=0.0)) is None  # off: the item's own cluster
     conf = ClusterDrawConf(fraction=0.5, gpu_types=["t4", "a100"], groups=[1, 2], nodes=[1, 3])
     conf.total_gpus = [2, 48]
     tm = tiny_tm()

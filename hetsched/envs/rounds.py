@@ -15,6 +15,7 @@ from numpy.typing import NDArray
 
 from hetsched.envs.core_state import BIG_ROUNDS, CoreState, StepStats
 from hetsched.envs.features import NUM_TYPES, MaskArrays
+from hetsched.envs.kernels_engine import fast_advance
 from hetsched.sim.allocation import Allocation
 from hetsched.sim.engine import RoundRecord
 
@@ -264,9 +265,12 @@ class RoundFlow(CoreState):
         assert sim is not None
         sim.trusted = trusted and not self.cfg.validate_allocations
         try:
-            rec: RoundRecord = sim.advance(
-                alloc, round_s=self.cfg.round_s, max_rounds=self._max_rounds(alloc, jump, trusted)
-            )
+            max_rounds = self._max_rounds(alloc, jump, trusted)
+            rec: RoundRecord | None = None
+            if sim.trusted and self._engine_compiled:  # the same step, compiled (or None)
+                rec = fast_advance(sim, alloc, self.cfg.round_s, max_rounds)
+            if rec is None:
+                rec = sim.advance(alloc, round_s=self.cfg.round_s, max_rounds=max_rounds)
         finally:
             sim.trusted = False
         self.last_alloc = alloc

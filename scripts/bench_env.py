@@ -86,6 +86,7 @@ BREAKDOWN: tuple[tuple[str, str, str], ...] = (
     ("hetsched.envs.core", "EnvCore", "resolve_claims"),
     ("hetsched.envs.core", "EnvCore", "end_decision"),
     ("hetsched.sim.engine", "Simulator", "advance"),
+    ("hetsched.envs.kernels_engine", "EngineRound", "advance"),
     ("hetsched.sim.engine", "Simulator", "job_rates"),
     ("hetsched.sim.engine", "Simulator", "running_rates"),
     ("hetsched.envs.core", "EnvCore", "_start_round"),

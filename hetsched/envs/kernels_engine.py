@@ -46,6 +46,13 @@ if TYPE_CHECKING:
 _compiled: dict[str, Any] = {}
 
 _PENDING, _RUNNING, _DONE = 1, 2, 3  # hetsched.sim.state's codes (a test checks)
+_MAX_IDLE = 1 << 62  # idle-round limits above this are the same as this one
+
+# Rows of the round kernel's per-job int64 scratch: the running jobs (ascending), their GPUs,
+# nodes, biggest node, flags; the preempted, finished, restarted and still running jobs.
+_JOBS, _GPUS, _NODES, _BIG, _FLAGS, _PRE, _FIN, _RESTARTED, _RUN = range(9)
+_ISCR_ROWS = 9
+
 
 
 def available() -> bool:
@@ -54,9 +61,10 @@ def available() -> bool:
 
 
 def _kernels() -> tuple[Any, Any]:
-    nb = numba_module()
-    assert nb is not None
+    """The compiled ``prepare`` and ``round`` kernels (compiled or loaded on first use)."""
     if not _compiled:
+        nb = numba_module()
+        assert nb is not None, "kernels_engine needs numba (check available() first)"
         _compiled["prepare"] = jit(nb, _prepare_py)
         _compiled["round"] = jit(nb, _round_py)
     return _compiled["prepare"], _compiled["round"]
@@ -75,35 +83,48 @@ class EngineRound:
         _kernels()  # compiled (or loaded from numba's cache) now, not in the first round
         wl, cl, tm = sim.workload, sim.cluster, sim.tm
         J, N = wl.num_jobs, cl.num_nodes
+        self.K = K = int(sim.gpu_s_by_type.shape[1])
+        self.J = J
+        # Per-job constants (model, CPUs and memory per GPU) and arrival times.
         self.model = np.ascontiguousarray(wl.model, dtype=np.int64)
-        self.cpu_per_gpu = np.ascontiguousarray(wl.cpu_per_gpu, dtype=np.float64)
-        self.mem_per_gpu = np.ascontiguousarray(wl.mem_per_gpu, dtype=np.float64)
+        self.per_gpu = np.ascontiguousarray(np.stack([wl.cpu_per_gpu, wl.mem_per_gpu]), np.float64)
         self.arrival = np.ascontiguousarray(wl.arrival, dtype=np.float64)
-        self.node_type = np.ascontiguousarray(cl.node_type, dtype=np.int64)
-        self.node_gpus = np.ascontiguousarray(cl.node_gpus, dtype=np.int64)
-        self.node_variant = np.ascontiguousarray(cl.node_variant, dtype=np.int64)
+        # Per node: GPU type, GPUs, variant (for the speed table of derived GPU types).
+        self.nodes = np.ascontiguousarray(
+            np.stack([cl.node_type, cl.node_gpus, cl.node_variant]), dtype=np.int64
+        )
         self.has_speed = sim._speed is not None
         self.speed = (
             np.ones((1, 1)) if sim._speed is None else np.ascontiguousarray(sim._speed, np.float64)
         )
-        self.cpu_alpha = np.ascontiguousarray(tm.cpu_alpha, dtype=np.float64)
-        self.cpu_ceiling = np.ascontiguousarray(tm.cpu_ceiling, dtype=np.float64)
-        self.restart_delay = np.ascontiguousarray(tm.restart_delay_s, dtype=np.float64)
+        # Per model: CPU exponent, CPU ceiling, restart delay (s).
+        self.per_model = np.ascontiguousarray(
+            np.stack([tm.cpu_alpha, tm.cpu_ceiling, tm.restart_delay_s]), dtype=np.float64
+        )
         self.iso_int = np.ascontiguousarray(tm._iso_int, dtype=np.float64)
         self.max_count = int(tm.max_count)
-        # ThroughputModel.phi's memory constants, computed by the same Python float operations.
-        self.mem_floor = float(tm.mem_floor)
-        self.mem_rho = float(tm.mem_rho)
-        self.mem_thr = tm.mem_floor - 1e-12
-        self.rho_rest = 1.0 - tm.mem_rho
-        self.span = max(1.0 - tm.mem_floor, 1e-9)
-        # Scratch (left as found by every call): per-job sums and rows, per-node counts.
-        self.sum_g = np.zeros(J)
-        self.sum_c = np.zeros(J)
-        self.sum_m = np.zeros(J)
-        self.row_of = np.full(J, -1, dtype=np.int64)
-        self.per_node = np.zeros(N, dtype=np.int64)
-        self.K = int(sim.gpu_s_by_type.shape[1])
+        # ThroughputModel.phi's memory constants, by the same Python float operations.
+        self.mem = np.array(
+            [tm.mem_floor - 1e-12, tm.mem_floor, tm.mem_rho, 1.0 - tm.mem_rho,
+             max(1.0 - tm.mem_floor, 1e-9)], dtype=np.float64,
+        )  # fmt: skip
+        # Scratch, left as found by every call: per-job sums and rows, per-node counts.
+        self.sums = np.zeros((3, J))
+        self.ints = np.full(J + N, -1, dtype=np.int64)
+        self.ints[J:] = 0
+        # Per entry (grown with the allocation): CPU ratio, CPU exponent, memory factor; row.
+        self.ent = np.zeros((3, 64))
+        self.erow = np.zeros(64, dtype=np.int64)
+        self.keep_e = np.zeros(64, dtype=np.bool_)
+        # Per running job: scratch rows (see _round_py) and the running, finished and
+        # restarted jobs; per-job floats; the timeline's GPUs per type and the jobs-in-system
+        # terms.
+        self.iscr = np.zeros((_ISCR_ROWS, J), dtype=np.int64)
+        self.sig_scr = np.zeros(J, dtype=np.uint64)
+        self.fscr = np.zeros((3, J))
+        self.by_type = np.zeros(K)
+        self.in_sys = np.zeros(J)
+        self._round_s = float("nan")  # the last round length checked
 
     def advance(self, alloc: Allocation, round_s: float, max_rounds: int) -> RoundRecord | None:
         """:meth:`Simulator.advance` of a trusted allocation, compiled; None when not covered.
@@ -121,65 +142,73 @@ class EngineRound:
             SimulationStalledError: As :meth:`Simulator.advance`.
         """
         sim = self.sim
-        if sim.failures is not None or sim.config.checkpoint is not None:
-            return None
+        if sim.failures is not None or sim.config.checkpoint is not None or sim.done:
+            return None  # (a finished simulation: the engine raises its error)
         prepare, round_kernel = _kernels()
         keep = sim._keep_by_count
         E = alloc.size
-        c_ratio = np.empty(E)
-        alpha = np.empty(E)
-        phi_mem = np.empty(E)
+        if E > self.keep_e.shape[0]:
+            self.ent = np.zeros((3, 2 * E))
+            self.erow = np.zeros(2 * E, dtype=np.int64)
+            self.keep_e = np.zeros(2 * E, dtype=np.bool_)
+        ent = self.ent
         state = prepare(
             alloc.job, alloc.node, alloc.gpus, alloc.cpus, alloc.mem, alloc.share,
-            self.model, self.cpu_per_gpu, self.mem_per_gpu, self.cpu_alpha,
-            self.sum_g, self.sum_c, self.sum_m, self.per_node,
-            keep.shape[0], sim._sig_table.shape[1],
-            self.mem_thr, self.mem_floor, self.mem_rho, self.rho_rest, self.span,
-            c_ratio, alpha, phi_mem,
+            self.model, self.per_gpu, self.per_model, self.mem, self.sums, self.ints,
+            keep.shape[0], sim._sig_table.shape[1], ent,
         )  # fmt: skip
         if state < 0:  # space sharing, or counts outside the engine's tables
             return None
-        if sim.done:
-            return None  # the engine raises its error
-        rs = _positive_seconds(round_s, "round_s")
-        pc = np.power(c_ratio, alpha)  # numpy's pow, as in ThroughputModel.phi
+        if round_s != self._round_s:
+            self._round_s = _positive_seconds(round_s, "round_s")
+        rs = self._round_s
+        pc = np.power(ent[0, :E], ent[1, :E])  # numpy's pow, as in ThroughputModel.phi
         t0 = sim.time
         n_active = sim._next_arrival - sim._n_finished
-        out = round_kernel(
-            alloc.job, alloc.node, alloc.gpus, state == 1, pc, phi_mem,
-            self.model, self.node_type, self.node_gpus, self.node_variant,
-            self.cpu_ceiling, self.restart_delay, self.iso_int, self.max_count,
-            self.speed, self.has_speed, keep, sim._sig_table, self.arrival,
-            sim.status, sim.remaining, sim.attained_gpu_s, sim.run_s, sim.start_time,
-            sim.finish_time, sim.restarts, sim.preemptions, sim.delay_left, sim.gpu_s_by_type,
-            sim.effective_gpu_s, sim.sig, sim._running,
-            self.row_of, self.per_node,
-            t0, rs, max_rounds, float(sim.config.max_time_s), sim._next_arrival, n_active,
-            sim._active_lo, self.K,
+        last = np.zeros(self.J)  # a fresh array: earlier snapshots keep theirs
+        cfg = sim.config
+        R, n_keep, n_fin, n_restart, n_rounds, busy, stalled, active_lo, next_arr, idle, dt, t1 = (
+            round_kernel(
+                alloc.job, alloc.node, alloc.gpus, pc, ent, state == 1,
+                self.model, self.nodes, self.per_model, self.iso_int, self.max_count,
+                self.speed, self.has_speed, keep, sim._sig_table, self.arrival,
+                sim.status, sim.remaining, sim.attained_gpu_s, sim.run_s, sim.start_time,
+                sim.finish_time, sim.restarts, sim.preemptions, sim.delay_left,
+                sim.gpu_s_by_type, sim.effective_gpu_s, sim.sig, sim._running,
+                self.ints, self.iscr, self.sig_scr, self.fscr, self.erow,
+                last, self.keep_e, self.by_type, self.in_sys,
+                t0, rs, max_rounds, float(cfg.max_time_s), sim._next_arrival, n_active,
+                sim._active_lo, sim._idle_rounds, min(cfg.max_idle_rounds, _MAX_IDLE),
+            )
         )  # fmt: skip
-        run_idx, running, fin_idx, restarted, keep_e, last, in_sys, by_type, n_rounds, dt = out
+        jobs = self.iscr
+        fin_idx = jobs[_FIN, :n_fin].copy()
         sim.last_rate = last
-        sim._running = running
-        sim._n_finished += int(fin_idx.shape[0])
-        sim.current = alloc.select(keep_e) if fin_idx.shape[0] else alloc
-        busy = int(by_type.sum())  # the GPUs held: integer counts, exact in float64
-        if sim.config.record_timeline:
-            n_run = int(run_idx.shape[0])
+        sim._running = jobs[_RUN, :n_keep].copy()
+        sim._n_finished += n_fin
+        sim.current = alloc.select(self.keep_e[:E]) if n_fin else alloc
+        add = np.add.reduce  # ndarray.sum's reduction (the same pairwise sums)
+        if cfg.record_timeline:
             sim._timeline.append(
-                (t0, dt, float(busy), float(n_run), float(n_active - n_run),
-                 float(alloc.cpus.sum()), float(alloc.mem.sum()),
-                 *by_type[sim._types_present].tolist())
+                (t0, dt, float(busy), float(R), float(n_active - R),
+                 float(add(alloc.cpus)), float(add(alloc.mem)),
+                 *self.by_type[sim._types_present].tolist())
             )  # fmt: skip
-        sim._check_idle(int(run_idx.shape[0]), n_active, n_rounds)
-        sim._next_round(t0 + dt, n_rounds, n_active - int(fin_idx.shape[0]))
+        if stalled:  # the engine's idle check raises (nothing further changed)
+            sim._check_idle(R, n_active, n_rounds)
+        sim._idle_rounds = idle
+        sim.time = t1
+        sim.round_index += n_rounds
+        sim._active_lo = active_lo
+        sim._next_arrival = next_arr
         return RoundRecord(
             t0=t0,
             dt=dt,
             rounds=n_rounds,
             completed=fin_idx,
-            restarted=restarted,
+            restarted=jobs[_RESTARTED, :n_restart].copy(),
             busy_gpus=busy,
-            jobs_in_system_s=float(in_sys.sum()),
+            jobs_in_system_s=float(add(self.in_sys[:n_active])),
         )
 
 
@@ -200,124 +229,135 @@ def fast_advance(
 # ---------------------------------------------------------------------- kernels (numba)
 def _prepare_py(
     job: Any, node: Any, gpus: Any, cpus: Any, mem: Any, share: Any,
-    model: Any, cpu_per_gpu: Any, mem_per_gpu: Any, cpu_alpha: Any,
-    sum_g: Any, sum_c: Any, sum_m: Any, per_node: Any,
-    keep_len: int, sig_cols: int,
-    mem_thr: float, mem_floor: float, mem_rho: float, rho_rest: float, span: float,
-    c_out: Any, alpha_out: Any, phi_mem_out: Any,
+    model: Any, per_gpu: Any, per_model: Any, memc: Any, sums: Any, ints: Any,
+    keep_len: int, sig_cols: int, ent: Any,
 ) -> int:  # fmt: skip
     """Per entry: the CPU ratio clamped at 0, the CPU exponent and the memory factor.
 
-    The engine's ``RateModel._resource_ratios`` and the memory part of ``ThroughputModel.phi``.
+    The engine's ``RateModel._resource_ratios`` and the memory part of ``ThroughputModel.phi``,
+    written to ``ent[0]``, ``ent[1]`` and ``ent[2]``.
 
     Returns:
-        -1 when the round is outside the compiled case (nothing written but the outputs), 1
-        when some job has several entries, 0 when every job has one.
+        -1 when the round is outside the compiled case (nothing written but ``ent``), 1 when
+        some job has several entries, 0 when every job has one.
     """
     E = job.shape[0]
+    J = sums.shape[1]
     ok = True
     for e in range(E):
         if share[e] >= 0 or gpus[e] < 0 or gpus[e] >= sig_cols:
             ok = False
-        per_node[node[e]] += 1
+        ints[J + node[e]] += 1
     multi = False
     for e in range(E):
-        if per_node[node[e]] >= keep_len:
+        if ints[J + node[e]] >= keep_len:
             ok = False
-        sum_g[job[e]] += 1.0  # entry count per job (reset below)
+        sums[0, job[e]] += 1.0  # entries per job (reset below)
     for e in range(E):
-        if sum_g[job[e]] > 1.0:
+        if sums[0, job[e]] > 1.0:
             multi = True
-        sum_g[job[e]] = 0.0
-        per_node[node[e]] = 0
+        sums[0, job[e]] = 0.0
+        ints[J + node[e]] = 0
     if not ok:
         return -1
     if multi:  # per-job totals in entry order (np.bincount's order)
         for e in range(E):
             j = job[e]
-            sum_g[j] += float(gpus[e])
-            sum_c[j] += cpus[e]
-            sum_m[j] += mem[e]
+            sums[0, j] += float(gpus[e])
+            sums[1, j] += cpus[e]
+            sums[2, j] += mem[e]
+    mem_thr, mem_floor, mem_rho, rho_rest, span = memc[0], memc[1], memc[2], memc[3], memc[4]
     for e in range(E):
         j = job[e]
         if multi:
-            g, c, m = sum_g[j], sum_c[j], sum_m[j]
+            g, c, m = sums[0, j], sums[1, j], sums[2, j]
         else:
             g, c, m = float(gpus[e]), cpus[e], mem[e]
         gj = g if g >= 1.0 else 1.0
-        cr = c / (gj * cpu_per_gpu[j])
-        mr = m / (gj * mem_per_gpu[j])
-        c_out[e] = cr if (cr >= 0.0 or cr != cr) else 0.0  # np.maximum(cr, 0.0)
-        alpha_out[e] = cpu_alpha[model[j]]
+        cr = c / (gj * per_gpu[0, j])
+        mr = m / (gj * per_gpu[1, j])
+        ent[0, e] = cr if (cr >= 0.0 or cr != cr) else 0.0  # np.maximum(cr, 0.0)
+        ent[1, e] = per_model[0, model[j]]
         if mr >= 1.0:
-            phi_mem_out[e] = 1.0
+            ent[2, e] = 1.0
         elif mr >= mem_thr:
-            phi_mem_out[e] = mem_rho + rho_rest * (mr - mem_floor) / span
+            ent[2, e] = mem_rho + rho_rest * (mr - mem_floor) / span
         else:
-            phi_mem_out[e] = 0.0
+            ent[2, e] = 0.0
     if multi:
         for e in range(E):
             j = job[e]
-            sum_g[j] = 0.0
-            sum_c[j] = 0.0
-            sum_m[j] = 0.0
+            sums[0, j] = 0.0
+            sums[1, j] = 0.0
+            sums[2, j] = 0.0
     return 1 if multi else 0
 
 
 def _round_py(
-    job: Any, node: Any, gpus: Any, multi: bool, pc: Any, phi_mem: Any,
-    model: Any, node_type: Any, node_gpus: Any, node_variant: Any,
-    cpu_ceiling: Any, restart_delay: Any, iso_int: Any, max_count: int,
+    job: Any, node: Any, gpus: Any, pc: Any, ent: Any, multi: bool,
+    model: Any, nodes: Any, per_model: Any, iso_int: Any, max_count: int,
     speed: Any, has_speed: bool, keep: Any, sig_table: Any, arrival: Any,
     status: Any, remaining: Any, attained: Any, run_s: Any, start_time: Any,
-    finish_time: Any, restarts: Any, preemptions: Any, delay_left: Any, gpu_s_by_type: Any,
-    effective: Any, sig: Any, prev_run: Any,
-    row_of: Any, per_node: Any,
+    finish_time: Any, restarts: Any, preemptions: Any, delay_left: Any,
+    gpu_s_by_type: Any, effective: Any, sig: Any, prev_run: Any,
+    ints: Any, iscr: Any, new_sig: Any, fscr: Any, row: Any,
+    last: Any, keep_e: Any, by_type: Any, in_sys: Any,
     t0: float, rs: float, max_rounds: int, max_time_s: float, next_arrival: int,
-    n_active: int, active_lo: int, K: int,
+    n_active: int, active_lo: int, idle: int, max_idle: int,
 ) -> Any:  # fmt: skip
-    """One engine step after the CPU powers (see the module docstring); returns
-    ``(run_idx, running, fin_idx, restarted, keep_entries, last_rate, in_sys, gpus_by_type,
-    n_rounds, dt)``."""
+    """One engine step after the CPU powers (see the module docstring).
+
+    Writes the simulator's arrays, ``last`` (the new ``last_rate``), ``keep_e`` (entries whose
+    job still runs), ``by_type`` (GPUs per type), ``in_sys`` (jobs-in-system terms) and the
+    rows ``_FIN``, ``_RESTARTED`` and ``_RUN`` of ``iscr``.
+
+    Returns:
+        ``(running jobs, still running, finished, restarted, rounds, busy GPUs, stalled,
+        first active job, next arrival, idle rounds, dt, time after the step)``.
+    """
     E = job.shape[0]
     J = status.shape[0]
-    # Running jobs, ascending (group_by_job), and each entry's row.
-    uniq = np.empty(E, dtype=np.int64)
+    K = gpu_s_by_type.shape[1]
+    row_of = ints  # ints[:J]: -1, or a running job's row; ints[J:]: entries per node
+    run_idx = iscr[_JOBS]
+    g_run, n_nodes, biggest, flags = iscr[_GPUS], iscr[_NODES], iscr[_BIG], iscr[_FLAGS]
+    rate, iso, held_r = fscr[0], fscr[1], fscr[2]
+    # Running jobs, ascending (group_by_job; insertion sort: few jobs), and each entry's row.
     R = 0
     for e in range(E):
         j = job[e]
         if row_of[j] == -1:
             row_of[j] = -2
-            uniq[R] = j
+            i = R
+            while i > 0 and run_idx[i - 1] > j:
+                run_idx[i] = run_idx[i - 1]
+                i -= 1
+            run_idx[i] = j
             R += 1
-    run_idx = np.sort(uniq[:R])
     for r in range(R):
         row_of[run_idx[r]] = r
-    row = np.empty(E, dtype=np.int64)
+        g_run[r] = 0
+        n_nodes[r] = 0
+        biggest[r] = 0
+        new_sig[r] = 0
+        flags[r] = 0  # bit 0: rate seen, bit 1: first start, bit 2: finishes
     for e in range(E):
         row[e] = row_of[job[e]]
-    # Per job: GPUs, nodes, the biggest node's GPUs and the placement hash.
-    g_run = np.zeros(R, dtype=np.int64)
-    n_nodes = np.zeros(R, dtype=np.int64)
-    biggest = np.zeros(R, dtype=np.int64)
-    new_sig = np.zeros(R, dtype=np.uint64)
+    # Per job: GPUs, nodes, the biggest node's GPUs and the placement hash (wraps mod 2^64).
     for e in range(E):
         r = row[e]
         g_run[r] += gpus[e]
         n_nodes[r] += 1
-        ng = node_gpus[node[e]]
+        ng = nodes[1, node[e]]
         if ng > biggest[r]:
             biggest[r] = ng
         new_sig[r] += sig_table[node[e], gpus[e]]
-        per_node[node[e]] += 1
+        ints[J + node[e]] += 1
     # Entry rates: isolated x CPU/memory factor x node co-runners; per job the slowest entry.
-    rate = np.empty(R)
-    iso = np.empty(R)
-    seen = np.zeros(R, dtype=np.bool_)
+    # np.minimum(x, y) is `x if x <= y or x != x else y` (NaN propagates).
     for e in range(E):
         r = row[e]
-        j = job[e]
-        m = model[j]
+        m = model[job[e]]
         if multi:
             total = g_run[r]
             b = biggest[r] if biggest[r] > 1 else 1
@@ -328,15 +368,14 @@ def _round_py(
             si = 0
         idx = total if total < max_count + 1 else max_count + 1
         idx = idx if idx > 0 else 0
-        base = iso_int[m, node_type[node[e]], idx, si]
+        base = iso_int[m, nodes[0, node[e]], idx, si]
         if has_speed:
-            base = base * speed[m, node_variant[node[e]] + 1]
-        # np.minimum(x, y) is `x if x <= y or x != x else y` (NaN propagates).
-        p, cc = pc[e], cpu_ceiling[m]
-        phi = (p if p <= cc or p != p else cc) * phi_mem[e]
-        kf = keep[per_node[node[e]]]
+            base = base * speed[m, nodes[2, node[e]] + 1]
+        p, cc = pc[e], per_model[1, m]
+        phi = (p if p <= cc or p != p else cc) * ent[2, e]
+        kf = keep[ints[J + node[e]]]
         er = base * phi * (kf if kf <= 1.0 or kf != kf else 1.0)
-        if seen[r]:
+        if flags[r] & 1:
             x = rate[r]
             rate[r] = x if x <= er or x != x else er
             x = iso[r]
@@ -344,9 +383,9 @@ def _round_py(
         else:
             rate[r] = er
             iso[r] = base
-            seen[r] = True
+            flags[r] = 1
     for e in range(E):
-        per_node[node[e]] = 0
+        ints[J + node[e]] = 0
     if multi:
         for r in range(R):
             if not np.isfinite(rate[r]):
@@ -354,32 +393,32 @@ def _round_py(
             if not np.isfinite(iso[r]):
                 iso[r] = 0.0
     # Restarts and preemptions (RoundStepper._restarts).
+    preempted = iscr[_PRE]
     n_pre = 0
-    preempted = np.empty(prev_run.shape[0], dtype=np.int64)
     for i in range(prev_run.shape[0]):
         if row_of[prev_run[i]] < 0:
             preempted[n_pre] = prev_run[i]
             n_pre += 1
-    first = np.zeros(R, dtype=np.bool_)
-    changed_n = 0
-    restarted_buf = np.empty(R, dtype=np.int64)
+    restarted = iscr[_RESTARTED]
+    n_restart = 0
     for r in range(R):
         j = run_idx[r]
         started = not np.isnan(start_time[j])
         if started and (status[j] != _RUNNING or new_sig[r] != sig[j]):
-            restarted_buf[changed_n] = j
-            changed_n += 1
-        first[r] = not started
-    for i in range(changed_n):
-        j = restarted_buf[i]
+            restarted[n_restart] = j
+            n_restart += 1
+        if not started:
+            flags[r] |= 2
+    for i in range(n_restart):
+        j = restarted[i]
         restarts[j] += 1
-        delay_left[j] = restart_delay[model[j]]
+        delay_left[j] = per_model[2, model[j]]
     for i in range(n_pre):
         j = preempted[i]
         preemptions[j] += 1
         delay_left[j] = 0.0
     for r in range(R):
-        if first[r]:
+        if flags[r] & 2:
             start_time[run_idx[r]] = t0
     for e in range(E):
         row_of[job[e]] = -1
@@ -408,12 +447,9 @@ def _round_py(
             n_rounds = max_rounds
     dt = rs * n_rounds
     # Progress, accounting and status (RoundStepper.advance).
-    fin_buf = np.empty(R, dtype=np.int64)
+    fin_idx = iscr[_FIN]
     n_fin = 0
-    finishes = np.zeros(R, dtype=np.bool_)
-    held_r = np.empty(R)
-    last = np.zeros(J)
-    n_keep = 0
+    busy_gpus = 0
     for r in range(R):
         j = run_idx[r]
         delay = delay_left[j]
@@ -428,49 +464,74 @@ def _round_py(
         remaining[j] = 0.0 if fin else rem - progress
         if fin:
             finish_time[j] = t0 + held
-            fin_buf[n_fin] = j
+            fin_idx[n_fin] = j
             n_fin += 1
-        else:
-            n_keep += 1
-        finishes[r] = fin
+            flags[r] |= 4
         held_r[r] = held
         run_s[j] += held
         attained[j] += held * g_run[r]
         eff = rate[r] / iso[r] if iso[r] > 0 else 0.0
         effective[j] += (held - busy) * g_run[r] * (eff if eff <= 1.0 or eff != eff else 1.0)
         last[j] = 0.0 if fin else rate[r]
-    by_type = np.zeros(K)
+        busy_gpus += g_run[r]
+    for k in range(K):
+        by_type[k] = 0.0
     for e in range(E):
-        k = node_type[node[e]]
+        k = nodes[0, node[e]]
         gpu_s_by_type[job[e], k] += gpus[e] * held_r[row[e]]
-        by_type[k] += gpus[e]
+        by_type[k] += gpus[e]  # the timeline's GPUs per type (np.bincount's order)
     # Jobs-in-system terms over [t0, t0 + dt] (before the status updates).
-    in_sys = np.full(n_active, dt)
+    for i in range(n_active):
+        in_sys[i] = dt
     if n_fin:
         p = 0
         f = 0
         for j in range(active_lo, next_arrival):
             s = status[j]
             if s == _PENDING or s == _RUNNING:
-                if f < n_fin and fin_buf[f] == j:
+                if f < n_fin and fin_idx[f] == j:
                     in_sys[p] = finish_time[j] - t0
                     f += 1
                 p += 1
     for i in range(n_pre):
         status[preempted[i]] = _PENDING
-    running = np.empty(n_keep, dtype=np.int64)
-    q = 0
+    running = iscr[_RUN]
+    n_keep = 0
     for r in range(R):
         j = run_idx[r]
         sig[j] = new_sig[r]
-        if finishes[r]:
+        if flags[r] & 4:
             status[j] = _DONE
         else:
             status[j] = _RUNNING
-            running[q] = j
-            q += 1
-    keep_e = np.empty(E, dtype=np.bool_)
+            running[n_keep] = j
+            n_keep += 1
     for e in range(E):
-        keep_e[e] = not finishes[row[e]]
-    return (run_idx, running, fin_buf[:n_fin].copy(), restarted_buf[:changed_n].copy(), keep_e,
-            last, in_sys, by_type, n_rounds, dt)  # fmt: skip
+        keep_e[e] = (flags[row[e]] & 4) == 0
+    # Idle check and the next round boundary (RoundStepper._check_idle, _next_round).
+    stalled = False
+    if R == 0 and n_active > 0:
+        stalled = idle + n_rounds > max_idle
+        idle += n_rounds
+    else:
+        idle = 0
+    t1 = t0 + dt
+    if not stalled:
+        while active_lo < J and status[active_lo] == _DONE:
+            active_lo += 1
+        admitted_before = next_arrival
+        for rep in range(2):
+            hi = np.searchsorted(arrival, t1, side="right")
+            if hi > next_arrival:
+                for j in range(next_arrival, hi):
+                    status[j] = _PENDING
+                next_arrival = hi
+            if rep == 1:
+                break
+            if n_active - n_fin + (next_arrival - admitted_before) == 0 and next_arrival < J:
+                a_next = arrival[next_arrival]
+                t1 = a_next if a_next > t1 else t1
+            else:
+                break
+    return (R, n_keep, n_fin, n_restart, n_rounds, busy_gpus, stalled, active_lo,
+            next_arrival, idle, dt, t1)  # fmt: skip

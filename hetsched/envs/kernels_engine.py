@@ -1,32 +1,39 @@
-"""The engine round of the env as compiled calls (optional: used when numba is installed).
+"""The env's engine round as compiled calls (optional: used when numba is installed).
 
 :meth:`Simulator.advance <hetsched.sim.stepping.RoundStepper.advance>` is the reference: the
-engine (:mod:`hetsched.sim`) stays numpy-only, and everything here reproduces its numbers bit for
-bit (the same IEEE operations in the same order) for the case the env hands it most often:
+engine (:mod:`hetsched.sim`) stays numpy-only, and :meth:`EngineRound.advance` reproduces its
+numbers bit for bit (the same IEEE operations in the same order) for the rounds the env hands
+it:
 
 * a trusted allocation (built by the env's own checked placement, not validated again);
-* no space sharing, no node failures, no periodic checkpoints;
+* no space sharing, no node failures, no periodic checkpoints, no GPU type outside the
+  catalogue;
 * GPU counts within the engine's signature table and node co-runner counts within its
   interference table.
 
 Any other call returns None before touching the simulator, and the caller runs the engine.
 
-A round is two compiled calls with two numpy calls between and after them:
+A round is two compiled calls, with numpy between and after them:
 
-1. ``prepare``: the per-job CPU and memory totals and, per entry, the clamped CPU ratio, the
-   model's CPU exponent and the memory factor (:meth:`ThroughputModel.phi
-   <hetsched.sim.throughput.ThroughputModel.phi>` less its power);
+1. ``prepare``: the per-job GPU, CPU and memory totals and, per entry, the CPU ratio clamped
+   at 0, the model's CPU exponent and the memory factor (``RateModel._resource_ratios`` and
+   :meth:`ThroughputModel.phi <hetsched.sim.throughput.ThroughputModel.phi>` less its power);
 2. ``np.power`` of the CPU ratios, by numpy as in the engine (numba's ``pow`` may round
    differently);
-3. ``round``: grouping by job, rates, restarts and preemptions, the number of rounds at once,
-   progress, accounting, the jobs-in-system terms, status updates and the timeline's per-type
-   GPU counts;
-4. the sums of the jobs-in-system terms and of the allocation's CPUs and memory, by numpy (its
-   pairwise summation).
+3. ``round``: grouping by job, rates and placement hashes, restarts and preemptions, the number
+   of rounds at once, progress, accounting, the jobs-in-system terms, status updates, the
+   timeline's GPUs per type, the idle check and the next round boundary's admissions;
+4. the sums of the jobs-in-system terms and of the allocation's CPUs and memory, by numpy
+   (``ndarray.sum``'s pairwise summation).
 
-The simulator's bookkeeping after a step (idle check, clock, admissions) is its own code.
-``tests/envs/test_kernels_engine.py`` steps compiled and engine rounds in lockstep over env
-episodes and compares every state array after every step.
+The numbers that a round does not change stay in the simulator's own code: a stalled run is
+reported by its idle check, a finished one by ``advance``. :meth:`EngineRound.usage` is the
+start of the env's next round (free resources per node, running and waiting jobs) in one
+compiled call.
+
+``tests/envs/test_kernels_engine.py`` runs every compiled round of rolled-out env episodes
+against the engine on a copy of the simulator and compares every state array, and steps envs
+with and without the compiled round in lockstep.
 """
 
 from __future__ import annotations
@@ -54,20 +61,21 @@ _JOBS, _GPUS, _NODES, _BIG, _FLAGS, _PRE, _FIN, _RESTARTED, _RUN = range(9)
 _ISCR_ROWS = 9
 
 
-
 def available() -> bool:
     """Whether the compiled round can run (numba importable and not disabled)."""
     return numba_module() is not None
 
 
-def _kernels() -> tuple[Any, Any]:
-    """The compiled ``prepare`` and ``round`` kernels (compiled or loaded on first use)."""
+def _kernels() -> tuple[Any, Any, Any]:
+    """The compiled ``prepare``, ``round`` and ``usage`` kernels (compiled or loaded on first
+    use)."""
     if not _compiled:
         nb = numba_module()
         assert nb is not None, "kernels_engine needs numba (check available() first)"
         _compiled["prepare"] = jit(nb, _prepare_py)
         _compiled["round"] = jit(nb, _round_py)
-    return _compiled["prepare"], _compiled["round"]
+        _compiled["usage"] = jit(nb, _usage_py)
+    return _compiled["prepare"], _compiled["round"], _compiled["usage"]
 
 
 class EngineRound:
@@ -89,13 +97,12 @@ class EngineRound:
         self.model = np.ascontiguousarray(wl.model, dtype=np.int64)
         self.per_gpu = np.ascontiguousarray(np.stack([wl.cpu_per_gpu, wl.mem_per_gpu]), np.float64)
         self.arrival = np.ascontiguousarray(wl.arrival, dtype=np.float64)
-        # Per node: GPU type, GPUs, variant (for the speed table of derived GPU types).
-        self.nodes = np.ascontiguousarray(
-            np.stack([cl.node_type, cl.node_gpus, cl.node_variant]), dtype=np.int64
-        )
-        self.has_speed = sim._speed is not None
-        self.speed = (
-            np.ones((1, 1)) if sim._speed is None else np.ascontiguousarray(sim._speed, np.float64)
+        # Per node: GPU type and GPUs.
+        self.nodes = np.ascontiguousarray(np.stack([cl.node_type, cl.node_gpus]), dtype=np.int64)
+        self.node_res = (
+            np.ascontiguousarray(cl.node_gpus, dtype=np.int64),
+            np.ascontiguousarray(cl.node_cpus, dtype=np.float64),
+            np.ascontiguousarray(cl.node_mem, dtype=np.float64),
         )
         # Per model: CPU exponent, CPU ceiling, restart delay (s).
         self.per_model = np.ascontiguousarray(
@@ -142,12 +149,17 @@ class EngineRound:
             SimulationStalledError: As :meth:`Simulator.advance`.
         """
         sim = self.sim
-        if sim.failures is not None or sim.config.checkpoint is not None or sim.done:
-            return None  # (a finished simulation: the engine raises its error)
-        prepare, round_kernel = _kernels()
+        if (
+            sim.failures is not None
+            or sim.config.checkpoint is not None
+            or sim._speed is not None  # GPU types outside the catalogue (not in the envs)
+            or sim.done  # the engine raises its error
+        ):
+            return None
+        prepare, round_kernel, _ = _kernels()
         keep = sim._keep_by_count
         E = alloc.size
-        if E > self.keep_e.shape[0]:
+        if self.keep_e.shape[0] < E:  # grow the per-entry buffers
             self.ent = np.zeros((3, 2 * E))
             self.erow = np.zeros(2 * E, dtype=np.int64)
             self.keep_e = np.zeros(2 * E, dtype=np.bool_)
@@ -171,7 +183,7 @@ class EngineRound:
             round_kernel(
                 alloc.job, alloc.node, alloc.gpus, pc, ent, state == 1,
                 self.model, self.nodes, self.per_model, self.iso_int, self.max_count,
-                self.speed, self.has_speed, keep, sim._sig_table, self.arrival,
+                keep, sim._sig_table, self.arrival,
                 sim.status, sim.remaining, sim.attained_gpu_s, sim.run_s, sim.start_time,
                 sim.finish_time, sim.restarts, sim.preemptions, sim.delay_left,
                 sim.gpu_s_by_type, sim.effective_gpu_s, sim.sig, sim._running,
@@ -211,6 +223,49 @@ class EngineRound:
             jobs_in_system_s=float(add(self.in_sys[:n_active])),
         )
 
+    def usage(
+        self, cur: Allocation
+    ) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64], NDArray[np.int64], int,
+               NDArray[np.int64]] | None:  # fmt: skip
+        """What a new env round starts from, compiled: free resources, entries per node, running
+        jobs and waiting jobs.
+
+        The same numbers as the numpy code of ``RoundFlow._start_round`` (free GPUs, CPUs and
+        memory per node: capacity less the ``np.bincount`` of ``cur``; entries per node; the
+        number of distinct jobs of ``cur``) and :meth:`Simulator.pending_jobs`.
+
+        Args:
+            cur: The simulator's current allocation.
+
+        Returns:
+            ``(free_g, free_c, free_m, count, n_jobs, pending)`` (fresh arrays; shapes (N,) and
+            (P,)), or None when ``cur`` shares GPUs (the caller's numpy code handles that).
+        """
+        sim = self.sim
+        N = self.node_res[0].shape[0]
+        free_g = np.empty(N, dtype=np.int64)
+        free_c = np.empty(N)
+        free_m = np.empty(N)
+        count = np.empty(N, dtype=np.int64)
+        pend = self.iscr[_PRE]  # scratch between rounds
+        n_jobs, n_pend = _kernels()[2](
+            cur.job, cur.node, cur.gpus, cur.cpus, cur.mem, cur.share, *self.node_res,
+            self.ints, free_g, free_c, free_m, count, sim.status, sim._active_lo,
+            sim._next_arrival, pend,
+        )  # fmt: skip
+        if n_jobs < 0:
+            return None
+        return free_g, free_c, free_m, count, n_jobs, pend[:n_pend].copy()
+
+
+def engine_round(sim: Simulator) -> EngineRound:
+    """The :class:`EngineRound` of ``sim`` (built on first use and kept on it)."""
+    er: EngineRound | None = sim.__dict__.get("_engine_round")
+    if er is None:
+        er = EngineRound(sim)
+        sim.__dict__["_engine_round"] = er
+    return er
+
 
 def fast_advance(
     sim: Simulator, alloc: Allocation, round_s: float, max_rounds: int
@@ -219,11 +274,7 @@ def fast_advance(
 
     See :meth:`EngineRound.advance`.
     """
-    er: EngineRound | None = sim.__dict__.get("_engine_round")
-    if er is None:
-        er = EngineRound(sim)
-        sim.__dict__["_engine_round"] = er
-    return er.advance(alloc, round_s, max_rounds)
+    return engine_round(sim).advance(alloc, round_s, max_rounds)
 
 
 # ---------------------------------------------------------------------- kernels (numba)
@@ -296,7 +347,7 @@ def _prepare_py(
 def _round_py(
     job: Any, node: Any, gpus: Any, pc: Any, ent: Any, multi: bool,
     model: Any, nodes: Any, per_model: Any, iso_int: Any, max_count: int,
-    speed: Any, has_speed: bool, keep: Any, sig_table: Any, arrival: Any,
+    keep: Any, sig_table: Any, arrival: Any,
     status: Any, remaining: Any, attained: Any, run_s: Any, start_time: Any,
     finish_time: Any, restarts: Any, preemptions: Any, delay_left: Any,
     gpu_s_by_type: Any, effective: Any, sig: Any, prev_run: Any,
@@ -369,8 +420,6 @@ def _round_py(
         idx = total if total < max_count + 1 else max_count + 1
         idx = idx if idx > 0 else 0
         base = iso_int[m, nodes[0, node[e]], idx, si]
-        if has_speed:
-            base = base * speed[m, nodes[2, node[e]] + 1]
         p, cc = pc[e], per_model[1, m]
         phi = (p if p <= cc or p != p else cc) * ent[2, e]
         kf = keep[ints[J + node[e]]]
@@ -488,7 +537,7 @@ def _round_py(
         f = 0
         for j in range(active_lo, next_arrival):
             s = status[j]
-            if s == _PENDING or s == _RUNNING:
+            if _PENDING <= s <= _RUNNING:  # active (pending or running)
                 if f < n_fin and fin_idx[f] == j:
                     in_sys[p] = finish_time[j] - t0
                     f += 1
@@ -521,7 +570,7 @@ def _round_py(
             active_lo += 1
         admitted_before = next_arrival
         for rep in range(2):
-            hi = np.searchsorted(arrival, t1, side="right")
+            hi = int(np.searchsorted(arrival, t1, side="right"))
             if hi > next_arrival:
                 for j in range(next_arrival, hi):
                     status[j] = _PENDING
@@ -535,3 +584,48 @@ def _round_py(
                 break
     return (R, n_keep, n_fin, n_restart, n_rounds, busy_gpus, stalled, active_lo,
             next_arrival, idle, dt, t1)  # fmt: skip
+
+
+def _usage_py(
+    job: Any, node: Any, gpus: Any, cpus: Any, mem: Any, share: Any,
+    node_gpus: Any, node_cpus: Any, node_mem: Any, ints: Any,
+    free_g: Any, free_c: Any, free_m: Any, count: Any, status: Any, lo: int, hi: int, pend: Any,
+) -> Any:  # fmt: skip
+    """Free resources and entries per node of an allocation, its distinct jobs, and the
+    pending jobs among ``lo .. hi - 1`` (see :meth:`EngineRound.usage`).
+
+    Returns:
+        ``(distinct jobs, pending jobs)``; ``(-1, 0)`` (nothing written) if entries share GPUs.
+    """
+    E = job.shape[0]
+    N = free_g.shape[0]
+    for e in range(E):
+        if share[e] >= 0:
+            return -1, 0
+    for n in range(N):
+        free_g[n] = 0
+        free_c[n] = 0.0
+        free_m[n] = 0.0
+        count[n] = 0
+    n_jobs = 0
+    for e in range(E):  # per-node sums in entry order (np.bincount's)
+        n = node[e]
+        free_g[n] += gpus[e]
+        free_c[n] += cpus[e]
+        free_m[n] += mem[e]
+        count[n] += 1
+        if ints[job[e]] == -1:
+            ints[job[e]] = -2
+            n_jobs += 1
+    for e in range(E):
+        ints[job[e]] = -1
+    for n in range(N):
+        free_g[n] = node_gpus[n] - free_g[n]
+        free_c[n] = node_cpus[n] - free_c[n]
+        free_m[n] = node_mem[n] - free_m[n]
+    n_pend = 0
+    for j in range(lo, hi):
+        if status[j] == _PENDING:
+            pend[n_pend] = j
+            n_pend += 1
+    return n_jobs, n_pend

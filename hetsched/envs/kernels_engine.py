@@ -201,10 +201,12 @@ class EngineRound:
         sim.current = alloc.select(self.keep_e[:E]) if n_fin else alloc
         add = np.add.reduce  # ndarray.sum's reduction (the same pairwise sums)
         if cfg.record_timeline:
+            present = sim._types_present
+            # np.bincount of an empty allocation gives integer zeros: the same row values.
+            per_type = self.by_type[present].tolist() if E else [0] * present.shape[0]
             sim._timeline.append(
                 (t0, dt, float(busy), float(R), float(n_active - R),
-                 float(add(alloc.cpus)), float(add(alloc.mem)),
-                 *self.by_type[sim._types_present].tolist())
+                 float(add(alloc.cpus)), float(add(alloc.mem)), *per_type)
             )  # fmt: skip
         if stalled:  # the engine's idle check raises (nothing further changed)
             sim._check_idle(R, n_active, n_rounds)

@@ -103,7 +103,7 @@ def _roll(env: ClusterParallelEnv, steps: int, seed: int) -> None:
 
 
 ELASTIC = partial(synthetic_workload, num_jobs=60, mean_interarrival_s=60.0, elastic_frac=0.5)
-PHILLY = {"workload": "philly", "workload_kwargs": {"num_jobs": 100}}
+PHILLY: dict[str, Any] = {"workload": "philly", "workload_kwargs": {"num_jobs": 100}}
 
 
 @pytest.mark.parametrize(

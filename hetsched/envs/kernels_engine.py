@@ -62,19 +62,26 @@ _ISCR_ROWS = 9
 
 
 def available() -> bool:
-    """Whether the compiled round can run (numba importable and not disabled)."""
-    return numba_module() is not None
+    """Whether the compiled round runs: numba importable and not disabled.
 
-
-def _kernels() -> tuple[Any, Any, Any]:
-    """The compiled ``prepare``, ``round`` and ``usage`` kernels (compiled or loaded on first
-    use)."""
+    The first time it is true it builds the kernels' dispatchers (numba compiles them on their
+    first call, or loads them from its on-disk cache), so a caller that saw True keeps them
+    even if ``HETSCHED_NUMBA`` changes later.
+    """
+    nb = numba_module()
+    if nb is None:
+        return False
     if not _compiled:
-        nb = numba_module()
-        assert nb is not None, "kernels_engine needs numba (check available() first)"
         _compiled["prepare"] = jit(nb, _prepare_py)
         _compiled["round"] = jit(nb, _round_py)
         _compiled["usage"] = jit(nb, _usage_py)
+    return True
+
+
+def _kernels() -> tuple[Any, Any, Any]:
+    """The compiled ``prepare``, ``round`` and ``usage`` kernels (after :func:`available`)."""
+    if not _compiled:
+        raise RuntimeError("kernels_engine needs numba: check kernels_engine.available() first")
     return _compiled["prepare"], _compiled["round"], _compiled["usage"]
 
 
@@ -88,7 +95,7 @@ class EngineRound:
 
     def __init__(self, sim: Simulator) -> None:
         self.sim = sim
-        _kernels()  # compiled (or loaded from numba's cache) now, not in the first round
+        _kernels()  # raises without the compiled kernels
         wl, cl, tm = sim.workload, sim.cluster, sim.tm
         J, N = wl.num_jobs, cl.num_nodes
         self.K = K = int(sim.gpu_s_by_type.shape[1])

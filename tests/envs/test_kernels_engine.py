@@ -293,6 +293,16 @@ def test_env_var_selects_the_engines_code(monkeypatch: pytest.MonkeyPatch) -> No
     assert "_engine_round" not in vars(env.core.sim)
 
 
+def test_env_keeps_its_compiled_round_when_the_env_var_changes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(numba_support.ENV_VAR, raising=False)
+    env = ClusterParallelEnv("sia_64", **PHILLY)
+    monkeypatch.setenv(numba_support.ENV_VAR, "0")  # decided when the env was built
+    _roll(env, 5, seed=0)
+    assert env.core._engine_compiled and "_engine_round" in vars(env.core.sim)
+
+
 def test_env_with_the_compiled_round_pickles(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(numba_support.ENV_VAR, raising=False)
     env = ClusterParallelEnv("sia_64", **PHILLY)

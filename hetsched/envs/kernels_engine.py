@@ -31,6 +31,9 @@ reported by its idle check, a finished one by ``advance``. :meth:`EngineRound.us
 start of the env's next round (free resources per node, running and waiting jobs) in one
 compiled call.
 
+Like :mod:`hetsched.envs.kernels`, the kernels compile on first use and are cached on disk
+(about 7 s once on the loaded 2-core development machine; later processes load them).
+
 ``tests/envs/test_kernels_engine.py`` runs every compiled round of rolled-out env episodes
 against the engine on a copy of the simulator and compares every state array, and steps envs
 with and without the compiled round in lockstep.

@@ -64,7 +64,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from hetsched.envs import kernels
+from hetsched.envs import kernels, kernels_engine
 from hetsched.envs.claims import ClaimResolver, fill_gang, is_spread
 from hetsched.envs.core_state import (
     BIG_ROUNDS,
@@ -153,6 +153,8 @@ class EnvCore(RoundFlow, ClaimResolver, EvictionRules, Observing):
         self.n_actions = self.codec.n + (settings.resident_slots if settings.preemptive else 0)
         self.node_up = np.ones(self.N, dtype=bool)
         self.sim: _EnvSimulator | None = None
+        #: Trusted rounds run compiled (hetsched.envs.kernels_engine); False: the engine's code.
+        self._engine_compiled = kernels_engine.available()
         self.wl: Workload | None = None
         self.jt: JobTable | None = None
         self.last_alloc = Allocation.empty()

@@ -112,6 +112,7 @@ class CoreState:
     free_m: NDArray[np.float64]
     _arange_n: NDArray[np.int64]
     _resident_kernel: Any | None
+    _engine_compiled: bool
     _round_alloc: Allocation | None
     _empty: MaskArrays | None
     _obs_cache: tuple[NDArray[np.float64], NDArray[np.float64]] | None

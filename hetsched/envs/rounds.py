@@ -15,6 +15,7 @@ from numpy.typing import NDArray
 
 from hetsched.envs.core_state import BIG_ROUNDS, CoreState, StepStats
 from hetsched.envs.features import NUM_TYPES, MaskArrays
+from hetsched.envs.kernels_engine import engine_round, fast_advance
 from hetsched.sim.allocation import Allocation
 from hetsched.sim.engine import RoundRecord
 
@@ -30,7 +31,10 @@ class RoundFlow(CoreState):
         N = self.N
         self._cur = cur
         self._round_alloc = cur
-        if cur.size == 0:
+        start = engine_round(sim).usage(cur) if self._engine_compiled else None
+        if start is not None:  # the same numbers as below, compiled
+            self.free_g, self.free_c, self.free_m, self._count, self._n_cur_jobs, pend = start
+        elif cur.size == 0:
             self.free_g = np.array(cl.node_gpus, dtype=np.int64)
             self.free_c = np.array(cl.node_cpus, dtype=np.float64)
             self.free_m = np.array(cl.node_mem, dtype=np.float64)
@@ -53,11 +57,13 @@ class RoundFlow(CoreState):
                 self.free_m = np.where(up, self.free_m, 0.0)
         self._new: list[Allocation] = []  # one per placement this round
         self._placed[:] = False
-        # Entries per node this round (resident-slot features are built when observed).
-        self._count = np.bincount(cur.node, minlength=N).astype(np.int64)
-        self._n_cur_jobs = len(set(cur.job.tolist()))  # distinct running jobs
+        if start is None:
+            # Entries per node this round (resident-slot features are built when observed).
+            self._count = np.bincount(cur.node, minlength=N).astype(np.int64)
+            self._n_cur_jobs = len(set(cur.job.tolist()))  # distinct running jobs
+            pend = sim.pending_jobs()
         self._n_new_jobs = 0
-        self.pending = self._in_window_order(sim.pending_jobs())
+        self.pending = self._in_window_order(pend)
         self.decision_step = 0
         self._evict_map = None
         if self.cfg.preemptive:
@@ -264,9 +270,12 @@ class RoundFlow(CoreState):
         assert sim is not None
         sim.trusted = trusted and not self.cfg.validate_allocations
         try:
-            rec: RoundRecord = sim.advance(
-                alloc, round_s=self.cfg.round_s, max_rounds=self._max_rounds(alloc, jump, trusted)
-            )
+            max_rounds = self._max_rounds(alloc, jump, trusted)
+            rec: RoundRecord | None = None
+            if sim.trusted and self._engine_compiled:  # the same step, compiled (or None)
+                rec = fast_advance(sim, alloc, self.cfg.round_s, max_rounds)
+            if rec is None:
+                rec = sim.advance(alloc, round_s=self.cfg.round_s, max_rounds=max_rounds)
         finally:
             sim.trusted = False
         self.last_alloc = alloc

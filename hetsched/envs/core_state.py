@@ -112,6 +112,10 @@ class CoreState:
     free_m: NDArray[np.float64]
     _arange_n: NDArray[np.int64]
     _resident_kernel: Any | None
+    _claims_kernel: Any | None
+    _codec_shape: NDArray[np.int64]
+    _rule_code: int
+    _n_types: int
     _round_alloc: Allocation | None
     _empty: MaskArrays | None
     _obs_cache: tuple[NDArray[np.float64], NDArray[np.float64]] | None

@@ -64,7 +64,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from hetsched.envs import kernels, kernels_claims
+from hetsched.envs import kernels, kernels_claims, kernels_step
 from hetsched.envs.claims import ClaimResolver, fill_gang, is_spread
 from hetsched.envs.core_state import (
     BIG_ROUNDS,
@@ -152,6 +152,8 @@ class EnvCore(RoundFlow, ClaimResolver, EvictionRules, Observing):
         self._codec_shape = np.array(self.codec.shape, dtype=np.int64)
         self._rule_code = kernels_claims.RULE_CODES[settings.conflict_rule]
         self._n_types = int(cluster.node_type.max()) + 1
+        self._round_kernel: Any | None = kernels_step.get("round_start")
+        self._head_kernel: Any | None = kernels_step.get("node_head")
         #: Placement actions A_p (no-op included) and all actions (A_p + R when preemptive).
         self.n_place = self.codec.n
         self.n_actions = self.codec.n + (settings.resident_slots if settings.preemptive else 0)

@@ -113,6 +113,8 @@ class CoreState:
     _arange_n: NDArray[np.int64]
     _resident_kernel: Any | None
     _claims_kernel: Any | None
+    _round_kernel: Any | None
+    _head_kernel: Any | None
     _codec_shape: NDArray[np.int64]
     _rule_code: int
     _n_types: int

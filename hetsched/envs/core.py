@@ -154,6 +154,7 @@ class EnvCore(RoundFlow, ClaimResolver, EvictionRules, Observing):
         self._n_types = int(cluster.node_type.max()) + 1
         self._round_kernel: Any | None = kernels_step.get("round_start")
         self._head_kernel: Any | None = kernels_step.get("node_head")
+        self._window_kernel: Any | None = kernels_step.get("window")
         #: Placement actions A_p (no-op included) and all actions (A_p + R when preemptive).
         self.n_place = self.codec.n
         self.n_actions = self.codec.n + (settings.resident_slots if settings.preemptive else 0)

@@ -115,6 +115,7 @@ class CoreState:
     _claims_kernel: Any | None
     _round_kernel: Any | None
     _head_kernel: Any | None
+    _window_kernel: Any | None
     _codec_shape: NDArray[np.int64]
     _rule_code: int
     _n_types: int

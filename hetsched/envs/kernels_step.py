@@ -6,6 +6,8 @@ stays the reference and runs with ``HETSCHED_NUMBA=0`` or without numba):
 * ``round_start``: the free resources, entries per node and distinct running jobs at a round's
   start (:meth:`~hetsched.envs.rounds.RoundFlow._start_round`, for allocations without space
   sharing, which is every allocation the env builds);
+* ``window``: the candidate window of :meth:`~hetsched.envs.rounds.RoundFlow.refresh` and its
+  cheap fit test (:meth:`~hetsched.envs.rounds.RoundFlow._may_fit`);
 * ``node_head``: the own-node columns of :meth:`FeatureBuilder.node_blocks` and the array parts
   of :meth:`FeatureBuilder.global_block` (busy GPUs per type, the free-GPU share).
 
@@ -27,14 +29,14 @@ _compiled: dict[str, Any] = {}
 
 
 def get(name: str) -> Any | None:
-    """The compiled kernel ``name`` (``"round_start"`` or ``"node_head"``), or None without
-    numba (or with ``HETSCHED_NUMBA=0``)."""
+    """The compiled kernel ``name`` (``"round_start"``, ``"window"`` or ``"node_head"``), or
+    None without numba (or with ``HETSCHED_NUMBA=0``)."""
     nb = numba_module()
     if nb is None:
         return None
     fn = _compiled.get(name)
     if fn is None:
-        py = {"round_start": _round_start_py, "node_head": _node_head_py}[name]
+        py = _SOURCES[name]
         fn = _compiled[name] = jit(nb, py)
     return fn
 
@@ -94,6 +96,67 @@ def _round_start_py(
         free_c[n] = node_cpus[n] - used_c[n]
         free_m[n] = node_mem[n] - used_m[n]
     return jobs
+
+
+def _window_py(
+    pending: Any,
+    placed: Any,
+    min_gpus: Any,
+    free_g: Any,
+    node_up: Any,
+    use_up: bool,
+    node_type: Any,
+    n_types: int,
+    window: Any,
+    slot_ok: Any,
+) -> bool:
+    """The window (the first K waiting jobs not placed this round) and the fit test.
+
+    Args:
+        pending: Waiting jobs in window order, int64 (P,). placed: Placed this round, bool (J,).
+        min_gpus: Fewest GPUs of each job at any legal level, int64 (J,).
+        free_g: Free GPUs per node, int64 (N,). node_up: Node is up, bool (N,).
+        use_up: Down nodes offer nothing (the env has failures).
+        node_type: GPU type per node, int64 (N,); ``n_types`` types (``NUM_TYPES``).
+        window: Out, the job of each slot (-1 empty), int64 (K,). slot_ok: Out, bool (K,).
+
+    Returns:
+        Some window job may fit: one up node, or all up nodes of one type together, have at
+        least the fewest GPUs any window job needs (the necessary condition of ``_may_fit``).
+    """
+    K = window.shape[0]
+    n = 0
+    g = 0
+    for i in range(pending.shape[0]):
+        if n == K:
+            break
+        j = pending[i]
+        if placed[j]:
+            continue
+        window[n] = j
+        if n == 0 or min_gpus[j] < g:
+            g = min_gpus[j]
+        n += 1
+    for k in range(K):
+        if k >= n:
+            window[k] = -1
+        slot_ok[k] = k < n
+    if n == 0:
+        return False
+    per_type = np.zeros(n_types)
+    top = -1
+    for i in range(free_g.shape[0]):
+        f = free_g[i] if (node_up[i] or not use_up) else 0
+        if f > top:
+            top = f
+        per_type[node_type[i]] += f
+    if top >= g:
+        return True
+    best = per_type[0]
+    for t in range(1, n_types):
+        if per_type[t] > best:
+            best = per_type[t]
+    return best >= g
 
 
 def _node_head_py(
@@ -159,3 +222,6 @@ def _node_head_py(
         glob[2 + t] = busy[t] / (g if g > 1.0 else 1.0)  # np.maximum(gpus, 1.0)
     glob[2 + T] = free / num_gpus
     return True
+
+
+_SOURCES = {"round_start": _round_start_py, "window": _window_py, "node_head": _node_head_py}

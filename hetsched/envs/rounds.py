@@ -168,13 +168,22 @@ class RoundFlow(CoreState):
     def refresh(self) -> None:
         """Recompute the window, the masks and the cached observation parts."""
         assert self.jt is not None and self.wl is not None
-        p = self.pending
-        rest = p[~self._placed[p]][: self.K] if p.size else p
-        win = np.full(self.K, -1, dtype=np.int64)
-        win[: rest.size] = rest
+        kernel = self._window_kernel
+        if kernel is not None:  # the same window and test, compiled (kernels_step)
+            win, self.slot_ok = np.empty(self.K, dtype=np.int64), np.empty(self.K, dtype=bool)
+            fits = kernel(
+                self.pending, self._placed, self.jt.min_gpus, self.free_g, self.node_up,
+                self.failures is not None, self.cluster.node_type, NUM_TYPES, win, self.slot_ok,
+            )  # fmt: skip
+        else:
+            p = self.pending
+            rest = p[~self._placed[p]][: self.K] if p.size else p
+            win = np.full(self.K, -1, dtype=np.int64)
+            win[: rest.size] = rest
+            self.slot_ok = win >= 0
+            fits = self._may_fit(rest)
         self.window = win
-        self.slot_ok = win >= 0
-        if not self._may_fit(rest):
+        if not fits:
             self.ma = self._empty_masks()
             self._any_legal = False
         else:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from hetsched import numba_support
-from hetsched.envs import ClusterParallelEnv, kernels_step
+from hetsched.envs import ClusterParallelEnv, features, kernels_step
 from hetsched.envs.testing import masked_random_actions, small_env_kwargs
 from hetsched.sim.allocation import Allocation
 
@@ -94,3 +94,34 @@ def test_node_parts_match_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
     np.testing.assert_array_equal(n1, n2)
     np.testing.assert_array_equal(g1, g2)
     assert f._slowdown_by_count.size > 1
+
+
+def test_window_matches_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Random waiting queues, placed flags, free GPUs and down nodes: the same window and fit
+    test as the numpy path, including fits that need a whole GPU type (a gang) and none."""
+    ref = _env(monkeypatch, True)
+    ref.reset(seed=0)
+    core = ref.core
+    kernel = kernels_step.get("window")
+    cl, J, K = core.cluster, core.J, core.K
+    rng = np.random.default_rng(4)
+    outcomes = set()
+    for trial in range(300):
+        pending = rng.permutation(J)[: int(rng.integers(0, 3 * K))].astype(np.int64)
+        core._placed = rng.random(J) < 0.3
+        core.free_g = rng.integers(0, cl.node_gpus + 1) // int(rng.integers(1, 5))
+        core.node_up = rng.random(cl.num_nodes) < 0.8
+        use_up = bool(trial % 2)
+        monkeypatch.setattr(core, "failures", object() if use_up else None)
+        win, ok = np.empty(K, dtype=np.int64), np.empty(K, dtype=bool)
+        fits = kernel(pending, core._placed, core.jt.min_gpus, core.free_g, core.node_up, use_up,
+                      cl.node_type, features.NUM_TYPES, win, ok)  # fmt: skip
+        rest = pending[~core._placed[pending]][:K]
+        np.testing.assert_array_equal(win[: rest.size], rest)
+        assert (win[rest.size :] == -1).all()
+        np.testing.assert_array_equal(ok, win >= 0)
+        assert fits == core._may_fit(rest)
+        up_free = np.where(core.node_up, core.free_g, 0) if use_up else core.free_g
+        alone = rest.size > 0 and up_free.max() >= core.jt.min_gpus[rest].min()
+        outcomes.add((bool(fits), bool(alone)))
+    assert outcomes == {(True, True), (True, False), (False, False)}  # every branch was taken

@@ -126,11 +126,18 @@ class ClaimResolver(CoreState):
 
         Returns:
             The per-agent outcome and the number of jobs placed.
+
+        Raises:
+            ValueError: If ``actions`` is not one value per node.
         """
-        if self._claims_kernel is not None:  # the same outcome, compiled
-            return self._resolve_compiled(np.asarray(actions, dtype=np.int64))
         N = self.N
         a = np.asarray(actions, dtype=np.int64)
+        if a.shape != (N,):
+            raise ValueError(
+                f"actions has shape {a.shape}; resolve_claims needs one per node, ({N},)"
+            )
+        if self._claims_kernel is not None:  # the same outcome, compiled
+            return self._resolve_compiled(a)
         in_range = (a >= 0) & (a < self.n_actions)
         a_safe = np.where(in_range, a, 0)
         legal = in_range & (self.ma.mask[self._arange_n, a_safe] == 1)

@@ -177,3 +177,15 @@ def test_kernel_switch_and_constants(monkeypatch: pytest.MonkeyPatch) -> None:
     assert kernels_claims.get() is None
     monkeypatch.delenv(numba_support.ENV_VAR)
     assert kernels_claims.get() is not None
+
+
+@pytest.mark.parametrize("numpy_path", [False, True])
+def test_wrong_number_of_actions_is_refused(
+    monkeypatch: pytest.MonkeyPatch, numpy_path: bool
+) -> None:
+    fast, ref = _pair(monkeypatch, **small_env_kwargs(num_jobs=8))
+    env = ref if numpy_path else fast
+    env.reset(seed=0)
+    for bad in (np.zeros(env.core.N + 1, dtype=np.int64), np.zeros((1, env.core.N))):
+        with pytest.raises(ValueError, match=r"one per node"):
+            env.core.resolve_claims(bad)

@@ -48,10 +48,12 @@ class Observing(CoreState):
         nodes = np.zeros((N, H + R * D))
         a = self.round_allocation()
         if a.size and self._resident_kernel is not None:
+            slots = nodes[:, H:].reshape(N, R, D)  # splits the last axis: a view into nodes
+            assert slots.base is nodes
             self._resident_kernel(
                 a.job, a.node, a.gpus, a.cpus, a.mem, self._cur.size, wl.model, wl.cpu_per_gpu,
                 wl.mem_per_gpu, wl.work, sim.remaining, sim.attained_gpu_s, f.node_gpus,
-                f.node_cpus, f.node_mem, nodes[:, H:].reshape(N, R, D),
+                f.node_cpus, f.node_mem, slots,
             )  # fmt: skip
         elif a.size:
             nodes[:, H:] = self._resident().reshape(N, -1)

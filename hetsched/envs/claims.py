@@ -126,9 +126,18 @@ class ClaimResolver(CoreState):
 
         Returns:
             The per-agent outcome and the number of jobs placed.
+
+        Raises:
+            ValueError: If ``actions`` is not one value per node.
         """
         N = self.N
         a = np.asarray(actions, dtype=np.int64)
+        if a.shape != (N,):
+            raise ValueError(
+                f"actions has shape {a.shape}; resolve_claims needs one per node, ({N},)"
+            )
+        if self._claims_kernel is not None:  # the same outcome, compiled
+            return self._resolve_compiled(a)
         in_range = (a >= 0) & (a < self.n_actions)
         a_safe = np.where(in_range, a, 0)
         legal = in_range & (self.ma.mask[self._arange_n, a_safe] == 1)
@@ -147,6 +156,38 @@ class ClaimResolver(CoreState):
         if placed or res.evicted_jobs:
             self.refresh()
         return res, placed
+
+    def _resolve_compiled(self, a: NDArray[np.int64]) -> tuple[ClaimResult, int]:
+        """:meth:`resolve_claims` with the claims resolved by the compiled kernel
+        (:mod:`hetsched.envs.kernels_claims`); evictions as on the numpy path."""
+        kernel = self._claims_kernel
+        assert self.jt is not None and kernel is not None
+        N, ma = self.N, self.ma
+        flags = np.empty((5, N), dtype=bool)
+        ints = np.empty((3, N), dtype=np.int64)
+        floats = np.empty((2, N))
+        n_e, placed = kernel(
+            a, self.n_place, ma.mask, self._codec_shape, self.window, self.jt.gpu_count,
+            ma.single.reshape(N, -1), ma.cpu_per_gpu, ma.mem_per_gpu, ma.mem_ok, self.free_g,
+            self.free_c, self.free_m, self._rule_code, self.cluster.node_type, self._n_types,
+            self.cluster.node_gpus, self.jt.tput_ok, flags, ints, floats,
+        )  # fmt: skip
+        res = ClaimResult(
+            invalid=flags[0], granted=flags[1], conflict=flags[2], gang_failed=flags[3],
+            evicted=flags[4],
+        )  # fmt: skip
+        if n_e:
+            self._add_entries(ints[0, :n_e], ints[1, :n_e], ints[2, :n_e], floats[0, :n_e],
+                              floats[1, :n_e])  # fmt: skip
+        if self.n_actions > self.n_place:  # evictions (preemptive envs)
+            ev = ~res.invalid & (a >= self.n_place)
+            if ev.any():
+                agents = ev.nonzero()[0]
+                res.evicted_jobs = self._evict(agents, a[agents] - self.n_place)
+                res.evicted[agents] = True
+        if placed or res.evicted_jobs:
+            self.refresh()
+        return res, int(placed)
 
     def _claims(self, claim: NDArray[np.bool_], a_safe: NDArray[np.int64], res: ClaimResult) -> int:
         """Resolve the legal placement claims ``claim`` (N,) of actions ``a_safe`` into ``res``;

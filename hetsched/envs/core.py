@@ -64,7 +64,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from hetsched.envs import kernels, kernels_engine
+from hetsched.envs import kernels, kernels_claims, kernels_engine, kernels_step
 from hetsched.envs.claims import ClaimResolver, fill_gang, is_spread
 from hetsched.envs.core_state import (
     BIG_ROUNDS,
@@ -148,6 +148,13 @@ class EnvCore(RoundFlow, ClaimResolver, EvictionRules, Observing):
         self.layout = self.features.layout
         self._resident_kernel: Any | None = kernels.get("resident")
         self.codec = ActionCodec(settings.window, settings.levels)
+        self._claims_kernel: Any | None = kernels_claims.get()
+        self._codec_shape = np.array(self.codec.shape, dtype=np.int64)
+        self._rule_code = kernels_claims.RULE_CODES[settings.conflict_rule]
+        self._n_types = int(cluster.node_type.max()) + 1
+        self._round_kernel: Any | None = kernels_step.get("round_start")
+        self._head_kernel: Any | None = kernels_step.get("node_head")
+        self._window_kernel: Any | None = kernels_step.get("window")
         #: Placement actions A_p (no-op included) and all actions (A_p + R when preemptive).
         self.n_place = self.codec.n
         self.n_actions = self.codec.n + (settings.resident_slots if settings.preemptive else 0)

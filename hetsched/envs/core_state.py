@@ -113,6 +113,13 @@ class CoreState:
     _arange_n: NDArray[np.int64]
     _resident_kernel: Any | None
     _engine_compiled: bool
+    _claims_kernel: Any | None
+    _round_kernel: Any | None
+    _head_kernel: Any | None
+    _window_kernel: Any | None
+    _codec_shape: NDArray[np.int64]
+    _rule_code: int
+    _n_types: int
     _round_alloc: Allocation | None
     _empty: MaskArrays | None
     _obs_cache: tuple[NDArray[np.float64], NDArray[np.float64]] | None

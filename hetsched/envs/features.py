@@ -381,15 +381,30 @@ class FeatureBuilder(MaskBuilder):
         busy = np.bincount(self.node_type, weights=self.node_gpus - free_g, minlength=NUM_TYPES)
         T = busy.shape[0]
         out = np.empty(T + 6)
-        out[0] = n_pending / (n_pending + self.K)
-        out[1] = n_placed / (n_placed + self.cluster.num_nodes)
         # Types absent from the cluster have no busy GPUs: 0 / 1 = 0.
         np.divide(busy, np.maximum(self.gpus_per_type, 1.0), out=out[2 : 2 + T])
         out[2 + T] = int(free_g.sum()) / self.num_gpus
+        self.global_counts(out, n_pending, n_placed, decision_step, n_done, n_arrived, num_jobs)
+        return out
+
+    def global_counts(
+        self,
+        out: NDArray[np.float64],
+        n_pending: int,
+        n_placed: int,
+        decision_step: int,
+        n_done: int,
+        n_arrived: int,
+        num_jobs: int,
+    ) -> None:
+        """Write the job-count and round-progress entries of :meth:`global_block` into ``out``
+        (shape (global_dim,)); the per-type and free-GPU entries are left as they are."""
+        T = out.shape[0] - 6
+        out[0] = n_pending / (n_pending + self.K)
+        out[1] = n_placed / (n_placed + self.cluster.num_nodes)
         out[3 + T] = min(decision_step / self.max_decisions, 1.0)
         out[4 + T] = n_done / num_jobs
         out[5 + T] = n_arrived / num_jobs
-        return out
 
     def observations(
         self,

@@ -19,7 +19,9 @@ class Observing(CoreState):
 
     def _node_parts(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """The own-node blocks (N, node_dim) and the global block (cached until a refresh)."""
-        if self._obs_cache is None:
+        if self._obs_cache is None and self._head_kernel is not None:
+            self._obs_cache = self._node_parts_compiled()
+        elif self._obs_cache is None:
             nodes = self.features.node_blocks(
                 self._resident(), self._count, self.free_g, self.free_c, self.free_m, self.node_up
             )
@@ -34,6 +36,42 @@ class Observing(CoreState):
             )
             self._obs_cache = (nodes, glob)
         return self._obs_cache
+
+    def _node_parts_compiled(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """:meth:`_node_parts` with the compiled kernels: the resident slots written straight
+        into the node blocks, the rest of the blocks and the global block's arrays in one call
+        (:mod:`hetsched.envs.kernels_step`); the same numbers."""
+        sim, wl, f = self.sim, self.wl, self.features
+        assert sim is not None and wl is not None and self._head_kernel is not None
+        N, R, D = self.N, self.cfg.resident_slots, self.layout.res_dim
+        H = f._node_head.shape[1]
+        nodes = np.zeros((N, H + R * D))
+        a = self.round_allocation()
+        if a.size and self._resident_kernel is not None:
+            slots = nodes[:, H:].reshape(N, R, D)  # splits the last axis: a view into nodes
+            assert slots.base is nodes
+            self._resident_kernel(
+                a.job, a.node, a.gpus, a.cpus, a.mem, self._cur.size, wl.model, wl.cpu_per_gpu,
+                wl.mem_per_gpu, wl.work, sim.remaining, sim.attained_gpu_s, f.node_gpus,
+                f.node_cpus, f.node_mem, slots,
+            )  # fmt: skip
+        elif a.size:
+            nodes[:, H:] = self._resident().reshape(N, -1)
+        glob = np.empty(f.gpus_per_type.shape[0] + 6)
+        args = (
+            f._node_head, self.free_g, self.free_c, self.free_m, self.node_up, self._count, R,
+        )  # fmt: skip
+        rest = (
+            f.node_gpus, f.node_cpus, f.node_mem, f.node_type, f.gpus_per_type, f.num_gpus,
+            nodes, glob,
+        )  # fmt: skip
+        while not self._head_kernel(*args, f._slowdown_by_count, *rest):
+            f._slowdown_by_count = f._slowdown_table(int(self._count.max()) + 1)
+        f.global_counts(
+            glob, int(self.pending.size) - self._n_new_jobs, self._n_cur_jobs + self._n_new_jobs,
+            self.decision_step, self._n_done, self._admitted, self.J,
+        )  # fmt: skip
+        return nodes, glob
 
     def _obs_parts(self) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         """Node blocks, node-independent window features (K, job_common_dim), global block."""

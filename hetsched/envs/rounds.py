@@ -32,9 +32,49 @@ class RoundFlow(CoreState):
         self._cur = cur
         self._round_alloc = cur
         start = engine_round(sim).usage(cur) if self._engine_compiled else None
-        if start is not None:  # the same numbers as below, compiled
-            self.free_g, self.free_c, self.free_m, self._count, self._n_cur_jobs, pend = start
-        elif cur.size == 0:
+        pend = None
+        n_jobs = -1
+        if start is not None:  # the same numbers as _free_of and below, compiled (kernels_engine)
+            self.free_g, self.free_c, self.free_m, self._count, n_jobs, pend = start
+        else:
+            kernel = self._round_kernel
+            if cur.size and kernel is not None:  # the same numbers, compiled (kernels_step)
+                self.free_g = np.empty(N, dtype=np.int64)
+                self.free_c, self.free_m = np.empty(N), np.empty(N)
+                self._count = np.empty(N, dtype=np.int64)
+                n_jobs = kernel(
+                    cur.node, cur.job, cur.gpus, cur.cpus, cur.mem, cur.share, self.J,
+                    cl.node_gpus, cl.node_cpus, cl.node_mem, self.free_g, self.free_c,
+                    self.free_m, self._count,
+                )  # fmt: skip
+            if n_jobs < 0:
+                self._free_of(cur)
+        if self.failures is not None:
+            up = sim.node_up
+            self.node_up[:] = up
+            if not up.all():  # a down node offers nothing
+                self.free_g = np.where(up, self.free_g, 0)
+                self.free_c = np.where(up, self.free_c, 0.0)
+                self.free_m = np.where(up, self.free_m, 0.0)
+        self._new: list[Allocation] = []  # one per placement this round
+        self._placed[:] = False
+        if n_jobs < 0:
+            # Entries per node this round (resident-slot features are built when observed).
+            self._count = np.bincount(cur.node, minlength=N).astype(np.int64)
+            n_jobs = len(set(cur.job.tolist()))
+        self._n_cur_jobs = n_jobs  # distinct running jobs
+        self._n_new_jobs = 0
+        self.pending = self._in_window_order(sim.pending_jobs() if pend is None else pend)
+        self.decision_step = 0
+        self._evict_map = None
+        if self.cfg.preemptive:
+            self.evicted_this_round[:] = False
+        self.refresh()
+
+    def _free_of(self, cur: Allocation) -> None:
+        """Free GPUs, CPU cores and GiB per node left by ``cur`` (the numpy path)."""
+        cl, N = self.cluster, self.N
+        if cur.size == 0:
             self.free_g = np.array(cl.node_gpus, dtype=np.int64)
             self.free_c = np.array(cl.node_cpus, dtype=np.float64)
             self.free_m = np.array(cl.node_mem, dtype=np.float64)
@@ -48,27 +88,6 @@ class RoundFlow(CoreState):
             self.free_g = cl.node_gpus - cur.used_gpus_per_node(N)
             self.free_c = cl.node_cpus - cur.used_cpus_per_node(N)
             self.free_m = cl.node_mem - cur.used_mem_per_node(N)
-        if self.failures is not None:
-            up = sim.node_up
-            self.node_up[:] = up
-            if not up.all():  # a down node offers nothing
-                self.free_g = np.where(up, self.free_g, 0)
-                self.free_c = np.where(up, self.free_c, 0.0)
-                self.free_m = np.where(up, self.free_m, 0.0)
-        self._new: list[Allocation] = []  # one per placement this round
-        self._placed[:] = False
-        if start is None:
-            # Entries per node this round (resident-slot features are built when observed).
-            self._count = np.bincount(cur.node, minlength=N).astype(np.int64)
-            self._n_cur_jobs = len(set(cur.job.tolist()))  # distinct running jobs
-            pend = sim.pending_jobs()
-        self._n_new_jobs = 0
-        self.pending = self._in_window_order(pend)
-        self.decision_step = 0
-        self._evict_map = None
-        if self.cfg.preemptive:
-            self.evicted_this_round[:] = False
-        self.refresh()
 
     def _job_flags(self) -> None:
         """Per-job flags of an episode (shape (J,) each): placed this round, evictions so far
@@ -156,13 +175,22 @@ class RoundFlow(CoreState):
     def refresh(self) -> None:
         """Recompute the window, the masks and the cached observation parts."""
         assert self.jt is not None and self.wl is not None
-        p = self.pending
-        rest = p[~self._placed[p]][: self.K] if p.size else p
-        win = np.full(self.K, -1, dtype=np.int64)
-        win[: rest.size] = rest
+        kernel = self._window_kernel
+        if kernel is not None:  # the same window and test, compiled (kernels_step)
+            win, self.slot_ok = np.empty(self.K, dtype=np.int64), np.empty(self.K, dtype=bool)
+            fits = kernel(
+                self.pending, self._placed, self.jt.min_gpus, self.free_g, self.node_up,
+                self.failures is not None, self.cluster.node_type, NUM_TYPES, win, self.slot_ok,
+            )  # fmt: skip
+        else:
+            p = self.pending
+            rest = p[~self._placed[p]][: self.K] if p.size else p
+            win = np.full(self.K, -1, dtype=np.int64)
+            win[: rest.size] = rest
+            self.slot_ok = win >= 0
+            fits = self._may_fit(rest)
         self.window = win
-        self.slot_ok = win >= 0
-        if not self._may_fit(rest):
+        if not fits:
             self.ma = self._empty_masks()
             self._any_legal = False
         else:

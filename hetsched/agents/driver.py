@@ -214,6 +214,7 @@ class StateCore(EnvCore):
         self.J = workload.num_jobs
         self.jt = build_job_table(workload, self.tm, self.cluster, self.cfg.levels)
         self._job_flags()  # per run, across rounds
+        self._engine_compiled = False  # a state view, not a simulator: no compiled rounds
 
     def begin(self, state: SimState) -> None:
         """Start a round from ``state`` (the policy's ``decide`` input)."""

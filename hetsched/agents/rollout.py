@@ -212,18 +212,21 @@ _W: dict[str, Any] = {}  # a worker's envs, network, config and teacher
 
 
 def _init_worker(envs: list[TeamEnv], conf: MAIFSAgentConf, net: MAIFSNet) -> None:
-    torch.set_num_threads(1)
-    for env in envs:  # parse the traces now, not in the first episode
-        env.reset(np.random.default_rng(0))
-    _W.update(
-        envs=envs,
-        conf=conf,
-        net=net,
-        teacher=SJFTeacher.for_agent(conf),
-    )
+    # An exception escaping a pool's initializer makes the pool start the worker again, forever;
+    # it is kept instead and raised by the worker's first episode, which reaches the trainer.
+    try:
+        torch.set_num_threads(1)
+        for env in envs:  # parse the traces now, not in the first episode
+            env.reset(np.random.default_rng(0))
+        _W.update(envs=envs, conf=conf, net=net, teacher=SJFTeacher.for_agent(conf))
+    except Exception as e:
+        _W["error"] = e
 
 
 def _play_remote(spec: EpisodeSpec) -> Episode:
+    if "error" in _W:
+        err = _W["error"]
+        raise RuntimeError(f"a rollout worker could not start: {type(err).__name__}: {err}")
     return play(_W["envs"][spec.item], _W["net"], _W["conf"], _W["teacher"], spec)
 
 

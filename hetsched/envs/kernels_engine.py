@@ -82,8 +82,9 @@ def available() -> bool:
 
 
 def _kernels() -> tuple[Any, Any, Any]:
-    """The compiled ``prepare``, ``round`` and ``usage`` kernels (after :func:`available`)."""
-    if not _compiled:
+    """The compiled ``prepare``, ``round`` and ``usage`` kernels (built here on first use in a
+    process, e.g. a rollout worker that received an env whose parent saw :func:`available`)."""
+    if not _compiled and not available():
         raise RuntimeError("kernels_engine needs numba: check kernels_engine.available() first")
     return _compiled["prepare"], _compiled["round"], _compiled["usage"]
 

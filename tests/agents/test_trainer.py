@@ -310,3 +310,25 @@ def test_cluster_draw_plays_episodes_on_drawn_clusters(tmp_path: Path) -> None:
     assert env.num_agents == n
     with pytest.raises(ValueError, match="cluster_draw.fraction"):
         ClusterDrawConf(fraction=1.5)
+
+
+@pytest.mark.slow
+def test_a_worker_that_cannot_start_is_an_error_not_a_hang(tmp_path: Path) -> None:
+    """An env whose reset raises in a rollout worker ends the collection with a clear error
+    (a pool's failing initializer would otherwise restart its worker forever)."""
+    import functools
+
+    from hetsched.agents.driver import TeamEnv
+    from hetsched.agents.rollout import EpisodeSpec, RolloutWorkers
+
+    cfg = fast_config()
+    tm = tiny_tm()
+    good = tiny_env(cfg.agent, tm)
+    broken = TeamEnv(good.core.cluster, functools.partial(int, "x"), tm, good.core.cfg, 50)
+    tr = Trainer(cfg, tmp_path, throughput=tm, envs=[good])
+    workers = RolloutWorkers([broken], cfg.agent, tr.net, 2)
+    try:
+        with pytest.raises(RuntimeError, match="rollout worker could not start: TypeError"):
+            workers.play([EpisodeSpec(0, 0, 0, "teacher")])
+    finally:
+        workers.close()

@@ -17,6 +17,7 @@ leaderboard.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -122,6 +123,27 @@ class FitProbe:
         return {"single": float(w[one].sum()), "gang_only": float(w[~one].sum())}
 
 
+def checkpoint_digest(node: Mapping[str, Any]) -> str | None:
+    """SHA-1 of the checkpoint a MAIFS scheduler node reads (its ``checkpoint``, or the shipped
+    default when null); None for every other scheduler or a missing file (its run fails)."""
+    if not str(node.get("_target_", "")).endswith("MAIFSPolicy"):
+        return None
+    from hetsched.resources import checkpoint
+
+    path = Path(str(node.get("checkpoint") or checkpoint("maifs_default.pt")))
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return _file_sha1(str(path.resolve()), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _file_sha1(path: str, mtime_ns: int, size: int) -> str:
+    """A file's SHA-1 (cached per path, modification time and size)."""
+    return hashlib.sha1(Path(path).read_bytes()).hexdigest()
+
+
 @dataclass(frozen=True)
 class Cell:
     """One benchmark cell.
@@ -151,11 +173,13 @@ class Cell:
 
     @property
     def config_hash(self) -> str:
-        """Hash of everything that defines the cell's result except the seed."""
+        """Hash of everything that defines the cell's result except the seed (a learned
+        scheduler's checkpoint by its contents, so a retrained file is a new cell)."""
         sc = get_scenario(self.scenario)
         blob = json.dumps(
             {
                 "scheduler": self.node,
+                "files": checkpoint_digest(self.node),
                 "track": self.info.track,
                 "scenario": asdict(sc),
                 "sim": self.sim,

@@ -169,3 +169,22 @@ def test_extra_checkpoints_build_a_maifs_policy_each() -> None:
     assert sorted(nodes) == ["fifo", "maifs[maifs_default]"]
     pol = instantiate(nodes["maifs[maifs_default]"])
     assert isinstance(pol, MAIFSPolicy)
+
+
+def test_a_retrained_checkpoint_at_the_same_path_is_a_new_cell(tmp_path: Path) -> None:
+    """A MAIFS cell's hash covers its checkpoint's contents (a resumed benchmark never reads a
+    result of an older file at the same path); other schedulers' hashes ignore files."""
+    from hetsched.benchmark.runner import Cell
+
+    ck = tmp_path / "net.pt"
+    ck.write_bytes(b"one")
+    node = {"_target_": "hetsched.agents.policy.MAIFSPolicy", "checkpoint": str(ck)}
+    first = Cell("philly_sia64_busy", "maifs", node, "exact", 1.0, 0).config_hash
+    assert Cell("philly_sia64_busy", "maifs", node, "exact", 1.0, 0).config_hash == first
+    ck.write_bytes(b"two")
+    os.utime(ck, ns=(1, 2))  # a new modification time, as a rewrite gives
+    assert Cell("philly_sia64_busy", "maifs", node, "exact", 1.0, 0).config_hash != first
+    fifo = {"_target_": "hetsched.baselines.fifo.FIFO", "checkpoint": str(ck)}
+    h = Cell("philly_sia64_busy", "fifo", fifo, "exact", 1.0, 0).config_hash
+    ck.write_bytes(b"three")
+    assert Cell("philly_sia64_busy", "fifo", fifo, "exact", 1.0, 0).config_hash == h

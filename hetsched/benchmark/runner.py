@@ -176,14 +176,17 @@ class Cell:
         """Hash of everything that defines the cell's result except the seed (a learned
         scheduler's checkpoint by its contents, so a retrained file is a new cell)."""
         sc = get_scenario(self.scenario)
+        key: dict[str, Any] = {
+            "scheduler": self.node,
+            "track": self.info.track,
+            "scenario": asdict(sc),
+            "sim": self.sim,
+        }
+        digest = checkpoint_digest(self.node)
+        if digest is not None:  # only learned schedulers: other cells keep their hashes
+            key["checkpoint_sha1"] = digest
         blob = json.dumps(
-            {
-                "scheduler": self.node,
-                "files": checkpoint_digest(self.node),
-                "track": self.info.track,
-                "scenario": asdict(sc),
-                "sim": self.sim,
-            },
+            key,
             sort_keys=True,
             default=str,
         )

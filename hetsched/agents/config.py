@@ -72,7 +72,7 @@ class AgentEnvConf:
     preemptive: bool = False
     evict_max: int | None = None
     work_conserving: bool = True
-    wait_below: float = 0.0
+    wait_below: float = 0.5
     identity: bool = True
 
 

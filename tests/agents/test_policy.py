@@ -279,6 +279,7 @@ def test_work_conserving_agent_mask_and_identity_columns() -> None:
     from hetsched.agents.config import MAIFSAgentConf
 
     conf = MAIFSAgentConf()
+    conf.env.wait_below = 0.0  # every single-node claim binds (the T4 node too)
     env = tiny_env(conf, tiny_tm())
     env.reset(np.random.default_rng(0))
     core = env.core

@@ -34,7 +34,7 @@ from hetsched.agents.coordination import (
     ordered_actions,
 )
 from hetsched.agents.network import MAIFSNet, NetDims
-from hetsched.agents.teacher import best_alone_tput
+from hetsched.agents.teacher import best_alone_tput, window_tput
 from hetsched.envs.core import EnvCore
 from hetsched.envs.features import ObsLayout
 from hetsched.envs.rewards import REWARD_TERMS
@@ -96,10 +96,19 @@ def agent_masks(core: EnvCore, conf: AgentEnvConf) -> tuple[NDArray[np.int8], ND
 
     The env's feasibility masks; with ``conf.fungible=False`` (the ablation without fungible
     levels) only the request levels (1.0 GPU, CPU and memory) stay legal. With
-    ``conf.work_conserving`` the no-op is illegal for an agent with a legal single-node claim
-    (:func:`hetsched.agents.coordination.ordered_actions` makes it legal again for an agent whose
-    claims were all taken by the agents that decided before it).
+    ``conf.work_conserving`` the no-op is illegal for an agent with a legal binding claim
+    (:func:`binding_claims`; :func:`hetsched.agents.coordination.ordered_actions` makes it legal
+    again for an agent whose binding claims were all taken by the agents that decided before it).
     """
+    mask, single, _ = masks_and_binding(core, conf)
+    return mask, single
+
+
+def masks_and_binding(
+    core: EnvCore, conf: AgentEnvConf
+) -> tuple[NDArray[np.int8], NDArray[np.bool_], NDArray[np.bool_] | None]:
+    """:func:`agent_masks` and the binding claims it used, shape (N, P - 1) (None without the
+    work-conserving semantics)."""
     ma = core.ma
     mask = ma.mask.copy()
     single = ma.single.reshape(core.N, -1)
@@ -109,10 +118,11 @@ def agent_masks(core: EnvCore, conf: AgentEnvConf) -> tuple[NDArray[np.int8], ND
         keep = np.zeros(ma.legal.shape[2:], dtype=bool)
         keep[g1, c1, m1] = True
         mask[:, 1:P] &= np.tile(keep.ravel(), core.K).astype(np.int8)[None, :]
+    bind = None
     if conf.work_conserving:
-        hosts = ((mask[:, 1:P] == 1) & binding_claims(core, conf, single)).any(axis=1)
-        mask[hosts, 0] = 0
-    return mask, single
+        bind = binding_claims(core, conf, single)
+        mask[((mask[:, 1:P] == 1) & bind).any(axis=1), 0] = 0
+    return mask, single, bind
 
 
 def binding_claims(
@@ -127,14 +137,9 @@ def binding_claims(
     bind = single[:, : P - 1]
     if not conf.wait_below > 0 or core.wl is None or core.jt is None:
         return bind
-    wl, K = core.wl, core.K
     w = np.where(core.slot_ok, core.window, 0)
-    g1 = core.cfg.levels.one_index[0]
-    G = core.jt.gpu_count[w, g1]
-    nt = core.cluster.node_type
-    here = core.tm.isolated(wl.model[w][None, :], nt[:, None], G[None, :], False)  # (N, K)
-    fast = here >= conf.wait_below * best_alone_tput(core, w)[None, :]
-    return bind & np.repeat(fast, (P - 1) // K, axis=1)
+    fast = window_tput(core, w) >= conf.wait_below * best_alone_tput(core, w)[None, :]
+    return bind & np.repeat(fast, (P - 1) // core.K, axis=1)
 
 
 @functools.lru_cache(maxsize=16)
@@ -206,7 +211,7 @@ class Acting:
     def step(self, core: EnvCore) -> dict[str, Any]:
         """Decide one step: actions, the effective masks, per-agent log-probs, value, inputs."""
         obs = agent_observations(core, self.conf.env)
-        mask, single = agent_masks(core, self.conf.env)
+        mask, single, bind = masks_and_binding(core, self.conf.env)
         extra = core.n_actions - core.n_place
         adj = graph_of(mask, core.K, extra)
         o = torch.from_numpy(obs)[None]
@@ -224,10 +229,8 @@ class Acting:
             )
             eff = mask.astype(bool)
         else:
-            env = self.conf.env
-            bind = None
-            if env.work_conserving and env.wait_below > 0:
-                bind = binding_claims(core, env, single)
+            if not self.conf.env.wait_below > 0:
+                bind = None  # every single-node claim binds: pass once every claim is taken
             actions, eff = ordered_actions(
                 lg,
                 mask,

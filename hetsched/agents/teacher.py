@@ -55,6 +55,18 @@ def _seen_remaining(core: EnvCore) -> NDArray[np.float64]:
     return core.features.observed_remaining(core.wl, core.sim.remaining)[0]
 
 
+def window_tput(core: EnvCore, w: NDArray[np.int64]) -> NDArray[np.float64]:
+    """Isolated throughput of window jobs ``w`` at their requested GPU count on each node's GPU
+    type, packed on one node, shape (N, len(w))."""
+    assert core.wl is not None and core.jt is not None
+    G = core.jt.gpu_count[w, core.cfg.levels.one_index[0]]
+    nt = core.cluster.node_type
+    return np.asarray(
+        core.tm.isolated(core.wl.model[w][None, :], nt[:, None], G[None, :], False),
+        dtype=np.float64,
+    )
+
+
 def best_alone_tput(core: EnvCore, w: NDArray[np.int64]) -> NDArray[np.float64]:
     """The best isolated throughput each of jobs ``w`` could get on one node of the cluster at
     its request, shape (len(w),): on the fastest GPU type it allows that has a node with that
@@ -171,12 +183,10 @@ class SJFTeacher:
             ``(rate, level)``, each shape (N, K); rate 0 where the job cannot run alone there.
         """
         assert core.wl is not None and core.jt is not None
-        wl, jt, ma = core.wl, core.jt, core.ma
+        wl, ma = core.wl, core.ma
         g1, c1, m1 = core.cfg.levels.one_index
         w = np.where(core.slot_ok, core.window, 0)
-        nt = core.cluster.node_type
-        G = jt.gpu_count[w, g1]  # (K,)
-        tput = core.tm.isolated(wl.model[w][None, :], nt[:, None], G[None, :], False)  # (N, K)
+        tput = window_tput(core, w)  # (N, K)
         ratio = ma.cpu_per_gpu / wl.cpu_per_gpu[w][None, :, None]  # (N, K, Lc)
         phi = core.tm.phi(wl.model[w][None, :, None], ratio, np.ones_like(ratio))
         single = ma.single[:, :, g1, :, m1]  # (N, K, Lc)
@@ -213,9 +223,8 @@ class SJFTeacher:
         w = np.where(core.slot_ok, core.window, 0)
         rem = _seen_remaining(core)[w]
         best_any = best_alone_tput(core, w)
+        here = window_tput(core, w)
         nt = core.cluster.node_type
-        G = core.jt.gpu_count[w, g1]
-        here = core.tm.isolated(core.wl.model[w][None, :], nt[:, None], G[None, :], False)
         top = rate.max(axis=0)
         est = np.where(top > 0, rem / np.where(top > 0, top, 1.0), np.inf)
         slots = np.flatnonzero(core.slot_ok)

@@ -46,7 +46,7 @@ def env_settings(conf: AgentEnvConf) -> EnvSettings:
     return EnvSettings(
         window=conf.window,
         resident_slots=conf.resident_slots,
-        levels=LevelSets(),
+        levels=LevelSets(gpu=tuple(conf.gpu_levels)),
         # one agent setting per term of the reward table (``reward_<term>``)
         reward_weights=RewardWeights(
             **{t.name: getattr(conf, f"reward_{t.name}") for t in REWARD_TERMS}

@@ -14,6 +14,11 @@ from hydra.core.config_store import ConfigStore
 
 CONFLICT_MODES: tuple[str, ...] = ("ordered", "maxsum", "none")
 
+#: The agent's GPU-count levels (multipliers of the request; elastic jobs only, clipped to
+#: their ``[min_gpus, max_gpus]``). The env's default :data:`~hetsched.envs.spaces.DEFAULT_GPU_LEVELS`
+#: lacks 0.25, so a 16-GPU elastic job could not start on one 4-GPU node.
+AGENT_GPU_LEVELS: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0)
+
 
 @dataclass
 class AgentEnvConf:
@@ -51,6 +56,9 @@ class AgentEnvConf:
             this fraction of the best isolated throughput one node of the cluster could give
             the job (waiting for a faster GPU stays an action). 0: every single-node claim
             binds. Checkpoints saved before this field existed load with 0.
+        gpu_levels: GPU-count levels of the action space (multipliers of an elastic job's
+            request, :class:`hetsched.envs.spaces.LevelSets`). Checkpoints saved before this
+            field existed load with the env's default ``[0.5, 1.0, 2.0]``.
         identity: Show identity features (the GPU-type one-hot of the own node, the model
             one-hot of resident and window jobs). False zeroes them, so the network sees jobs
             and nodes only through throughput-relative features (the identity-features
@@ -73,6 +81,7 @@ class AgentEnvConf:
     evict_max: int | None = None
     work_conserving: bool = True
     wait_below: float = 0.5
+    gpu_levels: list[float] = field(default_factory=lambda: list(AGENT_GPU_LEVELS))
     identity: bool = True
 
 
@@ -95,7 +104,9 @@ class TeacherConf:
     """:class:`hetsched.agents.teacher.SJFTeacher` (behaviour-cloning warm start).
 
     ``evict_ratio`` and ``evict_wait_s`` label evictions in the preemptive env (the teacher's
-    step 4; null: the teacher never evicts).
+    step 4; null: the teacher never evicts). ``elastic_share``: an elastic job starts at the
+    fastest GPU level within its share of the cluster (GPUs over jobs in the system) rather
+    than at its request (checkpoints saved before it existed load with false).
     """
 
     order: str = "sjf"
@@ -103,6 +114,7 @@ class TeacherConf:
     long_s: float = 10800.0
     evict_ratio: float | None = None
     evict_wait_s: float = 7200.0
+    elastic_share: bool = True
 
 
 @dataclass
@@ -389,6 +401,8 @@ class TeacherSchedulerConf:
     long_s: float = TeacherConf.long_s
     round_s: float = AgentEnvConf.round_s
     max_idle_rounds: int = MAX_IDLE_ROUNDS
+    gpu_levels: list[float] = field(default_factory=lambda: list(AGENT_GPU_LEVELS))
+    elastic_share: bool = TeacherConf.elastic_share
 
 
 def register_agent_configs() -> None:

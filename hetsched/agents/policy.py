@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from hetsched.agents.config import MAX_IDLE_ROUNDS
+from hetsched.agents.config import AGENT_GPU_LEVELS, MAX_IDLE_ROUNDS, TeacherConf
 from hetsched.agents.driver import StateCore
 from hetsched.agents.teacher import SJFTeacher
 from hetsched.baselines.base import BasePolicy
 from hetsched.envs.core import EnvCore
-from hetsched.envs.spaces import EnvSettings
+from hetsched.envs.spaces import EnvSettings, LevelSets
 from hetsched.resources import CHECKPOINT_DIR
 from hetsched.sim.allocation import Allocation
 from hetsched.sim.cluster import Cluster
@@ -149,6 +149,9 @@ class TeacherPolicy(ActorPolicy):
         long_s: Jobs estimated longer than this (s) go first and wait for a fast GPU.
         round_s: Round length (s).
         max_idle_rounds: See :class:`ActorPolicy`.
+        gpu_levels: GPU-count levels (multipliers of an elastic job's request).
+        elastic_share: Start elastic jobs within their share of the cluster's GPUs
+            (:class:`SJFTeacher`).
     """
 
     def __init__(
@@ -160,9 +163,22 @@ class TeacherPolicy(ActorPolicy):
         long_s: float = 3 * 3600.0,
         round_s: float = 60.0,
         max_idle_rounds: int = MAX_IDLE_ROUNDS,
+        gpu_levels: tuple[float, ...] | list[float] = AGENT_GPU_LEVELS,
+        elastic_share: bool = TeacherConf.elastic_share,
     ) -> None:
-        t = SJFTeacher(order=order, min_rel_rate=min_rel_rate, fungible=fungible, long_s=long_s)
-        settings = EnvSettings(window=window, advance="event", round_s=round_s)
+        t = SJFTeacher(
+            order=order,
+            min_rel_rate=min_rel_rate,
+            fungible=fungible,
+            long_s=long_s,
+            elastic_share=elastic_share,
+        )
+        settings = EnvSettings(
+            window=window,
+            advance="event",
+            round_s=round_s,
+            levels=LevelSets(gpu=tuple(gpu_levels)),
+        )
         super().__init__(settings, t.act, "maifs_teacher", max_idle_rounds)
 
 

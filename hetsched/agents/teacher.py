@@ -150,6 +150,7 @@ class SJFTeacher:
         long_s: float = 3 * 3600.0,
         evict_ratio: float | None = None,
         evict_wait_s: float = 2 * 3600.0,
+        elastic_share: bool = True,
     ) -> None:
         if order not in ("sjf", "arrival"):
             raise ValueError(f"order={order!r} must be 'sjf' or 'arrival'")
@@ -167,41 +168,71 @@ class SJFTeacher:
             raise ValueError(f"evict_wait_s={evict_wait_s!r} must be >= 0 seconds")
         self.evict_ratio = None if evict_ratio is None else float(evict_ratio)
         self.evict_wait_s = float(evict_wait_s)
+        self.elastic_share = bool(elastic_share)
 
     @classmethod
     def for_agent(cls, conf: MAIFSAgentConf) -> SJFTeacher:
         """The teacher an agent config clones: its ``teacher`` settings, ``env.fungible``."""
         t = conf.teacher
         return cls(
-            t.order, t.min_rel_rate, conf.env.fungible, t.long_s, t.evict_ratio, t.evict_wait_s
+            t.order,
+            t.min_rel_rate,
+            conf.env.fungible,
+            t.long_s,
+            t.evict_ratio,
+            t.evict_wait_s,
+            t.elastic_share,
         )
 
-    def rates(self, core: EnvCore) -> tuple[F64, NDArray[np.int64]]:
-        """Rate of each (node, slot) at its best CPU level and that level.
+    def rates(self, core: EnvCore) -> tuple[F64, NDArray[np.int64], NDArray[np.int64]]:
+        """Rate of each (node, slot) at its GPU level (the request, or the elastic share) and
+        best CPU level, and those levels.
 
         Returns:
-            ``(rate, level)``, each shape (N, K); rate 0 where the job cannot run alone there.
+            ``(rate, cpu_level, gpu_level)``, each shape (N, K); rate 0 where the job cannot
+            run alone there.
         """
         assert core.wl is not None and core.jt is not None
         wl, ma = core.wl, core.ma
         g1, c1, m1 = core.cfg.levels.one_index
         w = np.where(core.slot_ok, core.window, 0)
-        tput = window_tput(core, w)  # (N, K)
+        count = core.jt.gpu_count[w]  # (K, Lg)
+        nt = core.cluster.node_type
+        tput = np.asarray(
+            core.tm.isolated(wl.model[w][None, :, None], nt[:, None, None], count[None], False),
+            dtype=np.float64,
+        )  # (N, K, Lg)
         ratio = ma.cpu_per_gpu / wl.cpu_per_gpu[w][None, :, None]  # (N, K, Lc)
         phi = core.tm.phi(wl.model[w][None, :, None], ratio, np.ones_like(ratio))
-        single = ma.single[:, :, g1, :, m1]  # (N, K, Lc)
+        single = ma.single[:, :, :, :, m1]  # (N, K, Lg, Lc)
         if not self.fungible:
             only = np.zeros_like(single)
-            only[:, :, c1] = True
+            only[:, :, g1, c1] = True
+            single = single & only
+        elif not self.elastic_share:
+            only = np.zeros_like(single)
+            only[:, :, g1] = True
             single = single & only
         # Prefer the highest phi; among equal phi, the smallest CPU level (leaves CPU for others).
         lc = np.asarray(core.cfg.levels.cpu)
-        score = np.where(single, phi - 1e-6 * lc[None, None, :], -np.inf)
-        lvl = np.argmax(score, axis=2)
-        best_phi = np.take_along_axis(phi, lvl[..., None], axis=2)[..., 0]
-        ok = np.isfinite(np.max(score, axis=2))
-        rate = np.where(ok, tput * best_phi, 0.0) * core.slot_ok[None, :]
-        return rate, lvl
+        score = np.where(single, phi[:, :, None, :] - 1e-6 * lc, -np.inf)  # (N, K, Lg, Lc)
+        lvl_c = np.argmax(score, axis=3)
+        phi4 = np.broadcast_to(phi[:, :, None, :], score.shape)
+        best_phi = np.take_along_axis(phi4, lvl_c[..., None], axis=3)[..., 0]  # (N, K, Lg)
+        ok = np.isfinite(np.max(score, axis=3))  # (N, K, Lg)
+        rate_l = np.where(ok, tput * best_phi, 0.0)
+        # GPU level: the fastest legal one within the job's share of the cluster's GPUs; if
+        # none is within it, the smallest legal one (rigid jobs only have the request).
+        share = max(1.0, float(core.cluster.num_gpus) / max(1, core.pending.size + core._n_cur_jobs))
+        within = ok & (count[None] <= share)
+        small = np.where(ok, count[None], np.iinfo(np.int64).max)
+        fallback = ok & (small == small.min(axis=2, keepdims=True))
+        pick = np.where(within.any(axis=2, keepdims=True), within, fallback)
+        lvl_g = np.argmax(np.where(pick, rate_l, -1.0), axis=2)  # (N, K)
+        rate = np.take_along_axis(rate_l, lvl_g[..., None], axis=2)[..., 0]
+        rate = np.where(pick.any(axis=2), rate, 0.0) * core.slot_ok[None, :]
+        lvl = np.take_along_axis(lvl_c, lvl_g[..., None], axis=2)[..., 0]
+        return rate, lvl, lvl_g
 
     def act(self, core: EnvCore) -> NDArray[np.int64]:
         """One action per node, shape (N,) (0 = no-op)."""
@@ -219,7 +250,7 @@ class SJFTeacher:
         assert core.sim is not None and core.jt is not None and core.wl is not None
         N = core.N
         g1, c1, m1 = core.cfg.levels.one_index
-        rate, lvl = self.rates(core)
+        rate, lvl, lvl_g = self.rates(core)
         w = np.where(core.slot_ok, core.window, 0)
         rem = _seen_remaining(core)[w]
         best_any = best_alone_tput(core, w)
@@ -236,6 +267,7 @@ class SJFTeacher:
             slots = slots[np.lexsort((est[slots], key[slots]))]
         taken = np.zeros(N, dtype=bool)
         legal = core.ma.legal
+        levels = slice(None) if self.fungible and self.elastic_share else slice(g1, g1 + 1)
         for k in slots.tolist():  # at most K jobs per step
             r = np.where(taken, 0.0, rate[:, k])
             if r.max() > 0:
@@ -243,11 +275,11 @@ class SJFTeacher:
                     continue  # every free host's GPU type is too slow for it: wait
                 cand = np.flatnonzero(r >= r.max() * (1 - 1e-9))
                 n = int(cand[np.lexsort((cand, core.free_g[cand]))[0]])
-                actions[n] = int(core.codec.encode(k, g1, int(lvl[n, k]), m1))
+                actions[n] = int(core.codec.encode(k, int(lvl_g[n, k]), int(lvl[n, k]), m1))
                 taken[n] = True
                 continue
-            if core.ma.single[:, k, g1].any():
-                continue  # hosts at the requested GPU count exist but are taken this step
+            if core.ma.single[:, k, levels].any():
+                continue  # hosts at a GPU count it may use exist but are taken this step
             gang = legal[:, k, g1, c1, m1] & ~taken
             if not gang.any():
                 continue

@@ -411,6 +411,8 @@ class Trainer:
                 self.log_scalars("train", fit)
                 self.bc_rounds = r + 1
                 self.maybe_evaluate(force=True)
+                if self.env_steps - self.last_ckpt >= self.cfg.checkpoint_every:
+                    self.checkpoint()
                 if self.out_of_budget():
                     break
         finally:
@@ -489,8 +491,16 @@ class Trainer:
         if self.conf.eval.baseline == "teacher":
             from hetsched.agents.policy import TeacherPolicy
 
-            t, window = SJFTeacher.for_agent(self.conf), self.conf.env.window
-            return lambda: TeacherPolicy(window, t.order, t.min_rel_rate, t.fungible, t.long_s)
+            t, env = SJFTeacher.for_agent(self.conf), self.conf.env
+            return lambda: TeacherPolicy(
+                env.window,
+                t.order,
+                t.min_rel_rate,
+                t.fungible,
+                t.long_s,
+                gpu_levels=env.gpu_levels,
+                elastic_share=t.elastic_share,
+            )
         try:
             return scheduler_factory(self.conf.eval.baseline)
         except ValueError as err:

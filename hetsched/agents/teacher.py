@@ -8,9 +8,14 @@ expressible by the actor and the cloned data is on the env's own action grid.
 Rule, at every decision step:
 
 1. Every window job gets an estimated run time on its best legal node: remaining work divided by
-   the isolated throughput of the node's GPU type at the requested GPU count times the
-   sensitivity factor ``phi`` at the best legal CPU level (memory at the request; more memory
-   never speeds a job up in the simulator's model).
+   the isolated throughput of the node's GPU type at its GPU level times the sensitivity factor
+   ``phi`` at the best legal CPU level (memory at the request; more memory never speeds a job up
+   in the simulator's model). The GPU level is the request, except for an elastic job with
+   ``elastic_share``: the fastest level legal on that node alone whose GPU count is within the
+   job's share of the cluster (its GPUs over the jobs in the system, at least 1), or the
+   smallest legal level when none is within it. A busy cluster starts elastic jobs small, so
+   more of them run at once at better per-GPU efficiency (as elastic schedulers such as Sia
+   and Pollux do by resizing); an idle one starts them large.
 2. *Long* jobs (estimated time above ``long_s``) go first, longest first (they bound the
    makespan); the others shortest estimated time first (``order="sjf"``, for the mean JCT) or
    in window order.
@@ -140,6 +145,8 @@ class SJFTeacher:
         evict_ratio: Evict for a waiting job a running one with this many times its run time
             left (module docstring, step 4; preemptive env only). None: never evict.
         evict_wait_s: Waiting time (s) after which a job may have a victim evicted for it.
+        elastic_share: Start elastic jobs at a GPU level within their share of the cluster
+            (module docstring, step 1; False: at their request).
     """
 
     def __init__(

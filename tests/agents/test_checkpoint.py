@@ -254,3 +254,23 @@ def test_the_shipped_checkpoint_holds_cpu_tensors_only() -> None:
         and nested["a"][1][1] == 3
         and torch.equal(nested["a"][0], torch.zeros(2))
     )
+
+
+def test_settings_added_later_load_with_their_legacy_values() -> None:
+    """A checkpoint config written before a setting existed loads with the value it was trained
+    with (:data:`LEGACY`), not today's default; a config that has the setting keeps it."""
+    from omegaconf import OmegaConf
+
+    from hetsched.agents.checkpoint import LEGACY, conf_from_dict
+    from hetsched.agents.config import AGENT_GPU_LEVELS, MAIFSAgentConf
+
+    full = OmegaConf.to_container(OmegaConf.structured(MAIFSAgentConf()), resolve=True)
+    assert isinstance(full, dict)
+    old = {k: dict(v) if isinstance(v, dict) else v for k, v in full.items()}
+    for group, key in LEGACY:
+        del old[group][key]
+    conf = conf_from_dict(old)
+    assert conf.env.gpu_levels == [0.5, 1.0, 2.0] and not conf.teacher.elastic_share
+    assert (conf.env.wait_below, conf.env.work_conserving) == (0.0, False)
+    new = conf_from_dict(full)
+    assert tuple(new.env.gpu_levels) == AGENT_GPU_LEVELS and new.teacher.elastic_share

@@ -124,13 +124,14 @@ def test_teacher_policy_runs_and_validates_args() -> None:
         TeacherPolicy(max_idle_rounds=0)
 
 
-def test_teacher_gangs_a_job_larger_than_any_node_even_if_a_smaller_level_fits_one() -> None:
+def test_teacher_without_elastic_share_gangs_a_job_larger_than_any_node() -> None:
     # An elastic 8-GPU job on 4-GPU nodes: at its request only a gang can hold it, while its
-    # 0.5x GPU level would fit one node. The teacher must claim the gang rather than wait.
+    # 0.5x GPU level would fit one node. Without the elastic share the teacher keeps the
+    # request: it must claim the gang rather than wait.
     tm = tiny_tm()
     cl = make_cluster([{"gpu_type": "a100", "count": 2, "gpus": 4, "cpus": 32, "mem_gib": 128}])
     wl = make_workload([0.0], [1e4], [8], elastic=([1], [16]))
-    pol = TeacherPolicy(window=4)
+    pol = TeacherPolicy(window=4, elastic_share=False)
     pol.reset(cl, wl, tm, np.random.default_rng(0))
     core = pol.core
     assert core is not None
@@ -140,6 +141,21 @@ def test_teacher_gangs_a_job_larger_than_any_node_even_if_a_smaller_level_fits_o
     assert (pol.act(core) > 0).all()  # both nodes claim the gang
     res = Simulator(cl, wl, tm, SimConfig()).run(pol)
     assert np.isfinite(res.finish_time).all() and res.start_time[0] == 0.0
+
+
+@pytest.mark.parametrize(("jobs", "gpus"), [(1, 4), (4, 2)])
+def test_teacher_starts_elastic_jobs_within_their_share_of_the_cluster(jobs: int, gpus: int) -> None:
+    """With the elastic share, an elastic 8-GPU job starts at the fastest level on one node
+    within its share of the 8 GPUs: alone, 4 GPUs (its 8-GPU request needs a gang); four
+    of them at once, 2 GPUs each (the 0.25 level), all four running at t=0."""
+    tm = tiny_tm()
+    cl = make_cluster([{"gpu_type": "a100", "count": 2, "gpus": 4, "cpus": 32, "mem_gib": 128}])
+    wl = make_workload([0.0] * jobs, [1e4] * jobs, [8] * jobs, elastic=([1] * jobs, [16] * jobs))
+    pol = TeacherPolicy(window=4)
+    pol.reset(cl, wl, tm, np.random.default_rng(0))
+    alloc = pol.decide(Simulator(cl, wl, tm).state())
+    assert sorted(alloc.job.tolist()) == list(range(jobs))  # each job on one node, all at once
+    assert (alloc.gpus == gpus).all()
 
 
 def test_teacher_waits_for_a_faster_type_only_where_one_node_of_it_could_host_the_job() -> None:

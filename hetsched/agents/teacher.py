@@ -230,7 +230,9 @@ class SJFTeacher:
         rate_l = np.where(ok, tput * best_phi, 0.0)
         # GPU level: the fastest legal one within the job's share of the cluster's GPUs; if
         # none is within it, the smallest legal one (rigid jobs only have the request).
-        share = max(1.0, float(core.cluster.num_gpus) / max(1, core.pending.size + core._n_cur_jobs))
+        share = max(
+            1.0, float(core.cluster.num_gpus) / max(1, core.pending.size + core._n_cur_jobs)
+        )
         within = ok & (count[None] <= share)
         small = np.where(ok, count[None], np.iinfo(np.int64).max)
         fallback = ok & (small == small.min(axis=2, keepdims=True))

@@ -144,7 +144,9 @@ def test_teacher_without_elastic_share_gangs_a_job_larger_than_any_node() -> Non
 
 
 @pytest.mark.parametrize(("jobs", "gpus"), [(1, 4), (4, 2)])
-def test_teacher_starts_elastic_jobs_within_their_share_of_the_cluster(jobs: int, gpus: int) -> None:
+def test_teacher_starts_elastic_jobs_within_their_share_of_the_cluster(
+    jobs: int, gpus: int
+) -> None:
     """With the elastic share, an elastic 8-GPU job starts at the fastest level on one node
     within its share of the 8 GPUs: alone, 4 GPUs (its 8-GPU request needs a gang); four
     of them at once, 2 GPUs each (the 0.25 level), all four running at t=0."""

@@ -112,6 +112,8 @@ def test_teacher_baseline_is_the_teacher_this_run_clones(tmp_path: Path) -> None
     assert isinstance(teacher, SJFTeacher)
     assert (teacher.fungible, teacher.long_s) == (False, 1800.0)
     assert pol.settings.window == cfg.agent.env.window
+    assert pol.settings.levels.gpu == tuple(cfg.agent.env.gpu_levels)
+    assert teacher.elastic_share is cfg.agent.teacher.elastic_share
 
 
 @pytest.mark.slow

@@ -491,16 +491,9 @@ class Trainer:
         if self.conf.eval.baseline == "teacher":
             from hetsched.agents.policy import TeacherPolicy
 
-            t, env = SJFTeacher.for_agent(self.conf), self.conf.env
-            return lambda: TeacherPolicy(
-                env.window,
-                t.order,
-                t.min_rel_rate,
-                t.fungible,
-                t.long_s,
-                gpu_levels=env.gpu_levels,
-                elastic_share=t.elastic_share,
-            )
+            t, e = SJFTeacher.for_agent(self.conf), self.conf.env
+            a = (e.window, t.order, t.min_rel_rate, t.fungible, t.long_s)
+            return lambda: TeacherPolicy(*a, gpu_levels=e.gpu_levels, elastic_share=t.elastic_share)
         try:
             return scheduler_factory(self.conf.eval.baseline)
         except ValueError as err:

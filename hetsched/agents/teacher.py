@@ -191,6 +191,12 @@ class SJFTeacher:
             t.elastic_share,
         )
 
+    def gpu_levels(self, core: EnvCore) -> slice:
+        """The GPU levels the teacher uses: every level with the elastic share (fungible),
+        else the request's."""
+        g1 = core.cfg.levels.one_index[0]
+        return slice(None) if self.fungible and self.elastic_share else slice(g1, g1 + 1)
+
     def rates(self, core: EnvCore) -> tuple[F64, NDArray[np.int64], NDArray[np.int64]]:
         """Rate of each (node, slot) at its GPU level (the request, or the elastic share) and
         best CPU level, and those levels.
@@ -211,15 +217,10 @@ class SJFTeacher:
         )  # (N, K, Lg)
         ratio = ma.cpu_per_gpu / wl.cpu_per_gpu[w][None, :, None]  # (N, K, Lc)
         phi = core.tm.phi(wl.model[w][None, :, None], ratio, np.ones_like(ratio))
-        single = ma.single[:, :, :, :, m1]  # (N, K, Lg, Lc)
-        if not self.fungible:
-            only = np.zeros_like(single)
-            only[:, :, g1, c1] = True
-            single = single & only
-        elif not self.elastic_share:
-            only = np.zeros_like(single)
-            only[:, :, g1] = True
-            single = single & only
+        lg, lc_n, _ = core.cfg.levels.sizes
+        only = np.zeros((lg, lc_n), dtype=bool)  # the GPU and CPU levels the teacher may use
+        only[self.gpu_levels(core), slice(None) if self.fungible else slice(c1, c1 + 1)] = True
+        single = ma.single[:, :, :, :, m1] & only  # (N, K, Lg, Lc)
         # Prefer the highest phi; among equal phi, the smallest CPU level (leaves CPU for others).
         lc = np.asarray(core.cfg.levels.cpu)
         score = np.where(single, phi[:, :, None, :] - 1e-6 * lc, -np.inf)  # (N, K, Lg, Lc)
@@ -230,16 +231,14 @@ class SJFTeacher:
         rate_l = np.where(ok, tput * best_phi, 0.0)
         # GPU level: the fastest legal one within the job's share of the cluster's GPUs; if
         # none is within it, the smallest legal one (rigid jobs only have the request).
-        share = max(
-            1.0, float(core.cluster.num_gpus) / max(1, core.pending.size + core._n_cur_jobs)
-        )
+        share = max(1.0, float(core.cluster.num_gpus) / max(1, core.jobs_in_system))
         within = ok & (count[None] <= share)
         small = np.where(ok, count[None], np.iinfo(np.int64).max)
         fallback = ok & (small == small.min(axis=2, keepdims=True))
         pick = np.where(within.any(axis=2, keepdims=True), within, fallback)
         lvl_g = np.argmax(np.where(pick, rate_l, -1.0), axis=2)  # (N, K)
-        rate = np.take_along_axis(rate_l, lvl_g[..., None], axis=2)[..., 0]
-        rate = np.where(pick.any(axis=2), rate, 0.0) * core.slot_ok[None, :]
+        rate = np.take_along_axis(rate_l, lvl_g[..., None], axis=2)[..., 0]  # 0 where no level
+        rate = rate * core.slot_ok[None, :]
         lvl = np.take_along_axis(lvl_c, lvl_g[..., None], axis=2)[..., 0]
         return rate, lvl, lvl_g
 
@@ -276,7 +275,7 @@ class SJFTeacher:
             slots = slots[np.lexsort((est[slots], key[slots]))]
         taken = np.zeros(N, dtype=bool)
         legal = core.ma.legal
-        levels = slice(None) if self.fungible and self.elastic_share else slice(g1, g1 + 1)
+        levels = self.gpu_levels(core)
         for k in slots.tolist():  # at most K jobs per step
             r = np.where(taken, 0.0, rate[:, k])
             if r.max() > 0:

@@ -246,6 +246,11 @@ class EnvCore(RoundFlow, ClaimResolver, EvictionRules, Observing):
         return self.sim.done
 
     @property
+    def jobs_in_system(self) -> int:
+        """Jobs waiting at the round's start (those placed since included) plus jobs running."""
+        return int(self.pending.size) + self._n_cur_jobs
+
+    @property
     def unfinished_jobs(self) -> int:
         """Jobs of the episode's workload that have not finished (arrived or not)."""
         return int(self.J - self._n_done)

@@ -1,20 +1,25 @@
-"""Where a scheduler's idle GPU-hours come from: single-node fits or gangs only.
+"""Where a scheduler's idle GPU-hours come from: single-node fits, slow fits or gangs only.
 
 Replays benchmark cells exactly as ``hetsched-benchmark`` runs them (exact track) and splits each
-cell's ``idle_fit_gpu_h`` by what the waiting jobs need: ``single`` when some waiting job fits on
-one node's free GPUs of an allowed type, ``gang_only`` when waiting jobs fit only across several
-nodes of a type (the benchmark counts both; :meth:`FitProbe.idle_breakdown`).
+cell's ``idle_fit_gpu_h`` by what the waiting jobs need (:meth:`FitProbe.idle_breakdown`; the
+benchmark counts all three): ``single`` when some waiting job fits on one node's free GPUs of an
+allowed type at least half as fast for it as the best single node of the cluster, ``slow_only``
+when waiting jobs fit on one node only on slower types (waiting for a faster GPU), ``gang_only``
+when they fit only across several nodes of a type.
 
     python scripts/idle_breakdown.py --scenario itp_c06_pai_busy --seed 0 1 --scheduler maifs
     python scripts/idle_breakdown.py --scenario itp_c06_pai_busy --seed 1 --checkpoint my.pt
+    python scripts/idle_breakdown.py --split validation --seed 0 1 --scheduler maifs_teacher
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from hetsched.benchmark.runner import Cell, play_cell
-from hetsched.benchmark.scenarios import get_scenario
+from hetsched.benchmark.scenarios import get_scenario, scenarios_in
+from hetsched.sim.errors import HetschedError
 
 
 def main() -> None:
@@ -24,28 +29,47 @@ def main() -> None:
     from hetsched.envs.presets import scheduler_node
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--scenario", required=True, help="benchmark scenario name")
+    where = ap.add_mutually_exclusive_group(required=True)
+    where.add_argument("--scenario", help="benchmark scenario name")
+    where.add_argument("--split", help="every scenario of a split, with the split's total")
     ap.add_argument("--seed", type=int, nargs="+", default=[0])
     ap.add_argument("--scheduler", default="maifs", help="a conf/scheduler preset")
     ap.add_argument("--checkpoint", default=None, help="MAIFS checkpoint (default: shipped)")
     args = ap.parse_args()
-    get_scenario(args.scenario)  # an unknown name fails before any simulation
+    if args.split is not None:
+        names = [sc.name for sc in scenarios_in(args.split)]
+    else:
+        names = [get_scenario(args.scenario).name]  # an unknown name fails before any run
     raw = OmegaConf.to_container(scheduler_node(args.scheduler), resolve=False)
     assert isinstance(raw, dict)
     node = {str(k): v for k, v in raw.items()}
     if "checkpoint" in node:  # the preset's interpolation needs the app's config: set it here
         node["checkpoint"] = args.checkpoint
-    for seed in args.seed:
-        cell = Cell(args.scenario, args.scheduler, node, "exact", 0.0, seed)
-        out, probe, _, _ = play_cell(cell)
-        end = float(out.result.end_time)
-        parts = probe.idle_breakdown(end)
-        print(
-            f"{args.scenario} seed {seed} {args.scheduler}: avg JCT {out.row['avg_jct_h']:.3f} h; "
-            f"idle GPU-h while a fitting job waits {probe.idle_fit_gpu_h(end):.1f} = single-node "
-            f"fits {parts['single']:.1f} + gang-only fits {parts['gang_only']:.1f}"
-        )
+    total = dict.fromkeys(("all", "single", "slow_only", "gang_only"), 0.0)
+    for name in names:
+        for seed in args.seed:
+            out, probe, _, _ = play_cell(Cell(name, args.scheduler, node, "exact", 0.0, seed))
+            end = float(out.result.end_time)
+            parts = {"all": probe.idle_fit_gpu_h(end), **probe.idle_breakdown(end)}
+            total = {k: total[k] + parts[k] for k in total}
+            print(f"{name} seed {seed} {args.scheduler}: avg JCT {out.row['avg_jct_h']:.3f} h; "
+                  + _parts(parts))  # fmt: skip
+    if len(names) * len(args.seed) > 1:
+        print(f"total of {len(names) * len(args.seed)} runs: " + _parts(total))
+
+
+def _parts(p: dict[str, float]) -> str:
+    """One line of an idle split (GPU-hours)."""
+    return (
+        f"idle GPU-h while a fitting job waits {p['all']:.1f} = single-node fits "
+        f"{p['single']:.1f} + on slow types only {p['slow_only']:.1f} + gang-only fits "
+        f"{p['gang_only']:.1f}"
+    )
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except HetschedError as e:  # bad input: one line, exit code 2
+        print(f"idle_breakdown: {e}", file=sys.stderr)
+        sys.exit(2)

@@ -204,6 +204,20 @@ def test_a_real_process_prints_one_line_and_exits_2(tmp_path: Path) -> None:
     assert "Traceback" in full.stderr and "TraceError" in full.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [(["--split", "nope"], "unknown split 'nope'"), (["--scenario", "nope"], "unknown scenario")],
+)
+def test_idle_breakdown_script_names_a_bad_split_or_scenario(args: list[str], match: str) -> None:
+    script = ROOT / "scripts" / "idle_breakdown.py"
+    proc = subprocess.run(
+        [sys.executable, str(script), *args], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 2
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and match in lines[0], proc.stderr
+
+
 def test_unknown_command(tmp_path: Path) -> None:
     proc = _as_process(["evalute"], tmp_path, full=False)
     assert proc.returncode == 2 and "unknown command 'evalute'" in proc.stderr

@@ -52,6 +52,12 @@ CELL_METRICS: tuple[str, ...] = (
 )
 
 
+#: A single-node fit on a GPU type that gives the job less than this fraction of the best
+#: isolated throughput one node of the cluster could give it counts as ``slow_only``
+#: (:meth:`FitProbe.idle_breakdown`).
+SLOW_FRACTION = 0.5
+
+
 class FitProbe:
     """Wraps a scheduler and records, at each decision, the GPUs its allocation leaves idle and
     whether a waiting job fits them.
@@ -71,6 +77,7 @@ class FitProbe:
         self.idle: list[float] = []
         self.fits: list[bool] = []
         self.single: list[bool] = []  # a waiting job fits on one node's free GPUs
+        self.fast: list[bool] = []  # ... on a GPU type not below SLOW_FRACTION of its best
 
     def __getattr__(self, name: str) -> Any:
         if name == "policy":
@@ -79,7 +86,7 @@ class FitProbe:
 
     def reset(self, *args: Any, **kwargs: Any) -> None:
         """Reset the wrapped policy and the records."""
-        self.times, self.idle, self.fits, self.single = [], [], [], []
+        self.times, self.idle, self.fits, self.single, self.fast = [], [], [], [], []
         if hasattr(self.policy, "reset"):
             self.policy.reset(*args, **kwargs)
 
@@ -91,17 +98,20 @@ class FitProbe:
         free = np.where(state.node_up, cl.node_gpus, 0) - alloc.used_gpus_per_node(N)
         free = np.maximum(free, 0)
         waiting = state.active[~np.isin(state.active, alloc.job)]
-        fits = single = False
+        fits = single = fast = False
         if waiting.size and free.sum() > 0:
             per_type = np.bincount(cl.node_type, weights=free, minlength=wl.allowed_types.shape[1])
             need = wl.min_gpus[waiting][:, None]
             fits = bool(((per_type[None, :] >= need) & wl.allowed_types[waiting]).any())
-            ok = wl.allowed_types[waiting][:, cl.node_type]  # (waiting, N)
-            single = bool(((free[None, :] >= need) & ok).any())
+            host = (free[None, :] >= need) & wl.allowed_types[waiting][:, cl.node_type]  # (W, N)
+            single = fast = bool(host.any())
+            if single and getattr(state, "throughput", None) is not None:
+                fast = bool((host & _fast_types(state, waiting)[:, cl.node_type]).any())
         self.times.append(float(state.time))
         self.idle.append(float(free.sum()))
         self.fits.append(fits)
         self.single.append(single)
+        self.fast.append(fast)
         return alloc
 
     def _weights(self, end_s: float) -> NDArray[np.float64]:
@@ -114,13 +124,34 @@ class FitProbe:
         return float(self._weights(end_s).sum()) if self.times else 0.0
 
     def idle_breakdown(self, end_s: float) -> dict[str, float]:
-        """:meth:`idle_fit_gpu_h` split by what the waiting jobs need: ``single`` (some job
-        fits on one node's free GPUs of an allowed type) and ``gang_only`` (jobs fit only across
-        several nodes of a type)."""
+        """:meth:`idle_fit_gpu_h` split by what the waiting jobs need, in GPU-hours: ``single``
+        (some job fits on one node's free GPUs of an allowed type that gives it at least
+        :data:`SLOW_FRACTION` of the best isolated throughput one node of the cluster could),
+        ``slow_only`` (single-node fits only on slower types: waiting there may be waiting for
+        a faster GPU) and ``gang_only`` (jobs fit only across several nodes of a type). The
+        three add up to :meth:`idle_fit_gpu_h`."""
         if not self.times:
-            return {"single": 0.0, "gang_only": 0.0}
-        w, one = self._weights(end_s), np.asarray(self.single)
-        return {"single": float(w[one].sum()), "gang_only": float(w[~one].sum())}
+            return {"single": 0.0, "slow_only": 0.0, "gang_only": 0.0}
+        w, one, fast = self._weights(end_s), np.asarray(self.single), np.asarray(self.fast)
+        return {
+            "single": float(w[one & fast].sum()),
+            "slow_only": float(w[one & ~fast].sum()),
+            "gang_only": float(w[~one].sum()),
+        }
+
+
+def _fast_types(state: Any, jobs: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """Which GPU types run each of ``jobs`` at ``min_gpus`` at least at :data:`SLOW_FRACTION`
+    of the best isolated throughput one node of the cluster could give it, shape (len(jobs), T)
+    (the GPU-type axis of ``allowed_types``)."""
+    cl, wl = state.cluster, state.workload
+    T = wl.allowed_types.shape[1]
+    big = np.zeros(T, dtype=np.int64)
+    np.maximum.at(big, cl.node_type, cl.node_gpus)  # largest node per GPU type
+    g = wl.min_gpus[jobs][:, None]
+    tput = state.throughput.isolated(wl.model[jobs][:, None], np.arange(T)[None, :], g, False)
+    best = np.where(wl.allowed_types[jobs] & (big[None, :] >= g), tput, 0.0).max(axis=1)
+    return np.asarray(tput >= SLOW_FRACTION * best[:, None], dtype=bool)
 
 
 def checkpoint_digest(node: Mapping[str, Any]) -> str | None:

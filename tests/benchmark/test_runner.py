@@ -129,8 +129,10 @@ def test_fit_probe_counts_idle_gpus_only_while_a_waiting_job_fits() -> None:
     )
     assert probe.idle_fit_gpu_h(9000.0) == pytest.approx(4.0 + 2.0 * 0.5)
     probe.single = [False, True, True]  # the first interval's job fits only as a gang
+    probe.fast = [False, True, False]  # the third one's only on a slow GPU type
     parts = probe.idle_breakdown(9000.0)
-    assert parts == pytest.approx({"single": 1.0, "gang_only": 4.0})
+    assert parts == pytest.approx({"single": 0.0, "slow_only": 1.0, "gang_only": 4.0})
+    assert sum(parts.values()) == pytest.approx(probe.idle_fit_gpu_h(9000.0))
 
 
 def test_fit_probe_tells_single_node_fits_from_gang_only_fits() -> None:
@@ -153,6 +155,37 @@ def test_fit_probe_tells_single_node_fits_from_gang_only_fits() -> None:
         probe = FitProbe(Idle())
         probe.decide(st)
         assert probe.fits == [True] and probe.single == [single]
+
+
+def test_fit_probe_tells_fits_on_slow_gpu_types_apart() -> None:
+    """A fast node (type 0, busy) and a slow one (type 1, free): a 1-GPU job that runs on type 1
+    at 0.3 of its type-0 throughput fits only slowly; at 0.6 it fits at full value."""
+    from types import SimpleNamespace
+
+    from hetsched.sim.allocation import Allocation
+
+    class Idle:
+        def decide(self, state: object) -> Allocation:
+            return Allocation.empty()
+
+    cl = SimpleNamespace(num_nodes=2, node_gpus=np.array([1, 1]), node_type=np.array([0, 1]))
+    wl = SimpleNamespace(
+        min_gpus=np.array([1]), allowed_types=np.array([[True, True]]), model=np.array([0])
+    )
+    for slow_rate, fast in ((0.3, False), (0.6, True)):
+        table = np.array([1.0, slow_rate])
+        tm = SimpleNamespace(
+            isolated=lambda m, k, n, s, t=table: t[np.asarray(k)] * np.ones_like(np.asarray(n))
+        )
+        st = SimpleNamespace(
+            cluster=cl, workload=wl, throughput=tm, node_up=np.array([False, True]),
+            active=np.array([0]), time=0.0,
+        )  # fmt: skip
+        probe = FitProbe(Idle())
+        probe.decide(st)
+        assert probe.single == [True] and probe.fast == [fast]
+        parts = probe.idle_breakdown(3600.0)
+        assert parts["slow_only" if not fast else "single"] == pytest.approx(1.0)
 
 
 def test_extra_checkpoints_build_a_maifs_policy_each() -> None:

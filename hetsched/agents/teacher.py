@@ -47,6 +47,7 @@ from numpy.typing import NDArray
 
 from hetsched.envs.core import EPS, EnvCore
 from hetsched.sim.allocation import Allocation
+from hetsched.sim.throughput import single_node_tput
 
 if TYPE_CHECKING:
     from hetsched.agents.config import MAIFSAgentConf
@@ -77,14 +78,9 @@ def best_alone_tput(core: EnvCore, w: NDArray[np.int64]) -> NDArray[np.float64]:
     its request, shape (len(w),): on the fastest GPU type it allows that has a node with that
     many GPUs (0: no node could host it alone)."""
     assert core.wl is not None
-    wl, cl = core.wl, core.cluster
-    T = wl.allowed_types.shape[1]
-    big = np.zeros(T, dtype=np.int64)
-    np.maximum.at(big, cl.node_type, cl.node_gpus)  # largest node per GPU type
-    g = wl.req_gpus[w]
-    tput = core.tm.isolated(wl.model[w][:, None], np.arange(T)[None, :], g[:, None], False)
-    ok = wl.allowed_types[w] & (big[None, :] >= g[:, None])
-    return np.asarray(np.where(ok, tput, 0.0).max(axis=1), dtype=np.float64)
+    wl = core.wl
+    tput = single_node_tput(core.tm, core.cluster, wl.model[w], wl.req_gpus[w], wl.allowed_types[w])
+    return np.asarray(tput.max(axis=1), dtype=np.float64)
 
 
 def preemption_room(

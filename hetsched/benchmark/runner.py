@@ -35,6 +35,7 @@ from hetsched.benchmark.scenarios import Scenario, get_scenario
 from hetsched.evaluation import atomic_write_text, run_one
 from hetsched.sim.allocation import Allocation
 from hetsched.sim.errors import ConfigError
+from hetsched.sim.throughput import single_node_tput
 
 #: Metrics of a cell's row (from :func:`hetsched.sim.metrics.compute_metrics` and
 #: :func:`~hetsched.sim.metrics.extended_metrics`, plus ``idle_fit_gpu_h``).
@@ -105,7 +106,7 @@ class FitProbe:
             fits = bool(((per_type[None, :] >= need) & wl.allowed_types[waiting]).any())
             host = (free[None, :] >= need) & wl.allowed_types[waiting][:, cl.node_type]  # (W, N)
             single = fast = bool(host.any())
-            if single and getattr(state, "throughput", None) is not None:
+            if single:
                 fast = bool((host & _fast_types(state, waiting)[:, cl.node_type]).any())
         self.times.append(float(state.time))
         self.idle.append(float(free.sum()))
@@ -144,14 +145,11 @@ def _fast_types(state: Any, jobs: NDArray[np.int64]) -> NDArray[np.bool_]:
     """Which GPU types run each of ``jobs`` at ``min_gpus`` at least at :data:`SLOW_FRACTION`
     of the best isolated throughput one node of the cluster could give it, shape (len(jobs), T)
     (the GPU-type axis of ``allowed_types``)."""
-    cl, wl = state.cluster, state.workload
-    T = wl.allowed_types.shape[1]
-    big = np.zeros(T, dtype=np.int64)
-    np.maximum.at(big, cl.node_type, cl.node_gpus)  # largest node per GPU type
-    g = wl.min_gpus[jobs][:, None]
-    tput = state.throughput.isolated(wl.model[jobs][:, None], np.arange(T)[None, :], g, False)
-    best = np.where(wl.allowed_types[jobs] & (big[None, :] >= g), tput, 0.0).max(axis=1)
-    return np.asarray(tput >= SLOW_FRACTION * best[:, None], dtype=bool)
+    wl = state.workload
+    tput = single_node_tput(
+        state.throughput, state.cluster, wl.model[jobs], wl.min_gpus[jobs], wl.allowed_types[jobs]
+    )  # 0 on types with no node that hosts the job alone (no single-node fit there either)
+    return np.asarray(tput >= SLOW_FRACTION * tput.max(axis=1, keepdims=True), dtype=bool)
 
 
 def checkpoint_digest(node: Mapping[str, Any]) -> str | None:

@@ -47,12 +47,15 @@ import zipfile
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from hetsched.sim.errors import HetschedError
+
+if TYPE_CHECKING:
+    from hetsched.sim.cluster import Cluster
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -431,6 +434,30 @@ def for_reproduction(tm: ThroughputModel, mode: str | None) -> ThroughputModel:
 
 
 _DEFAULT: ThroughputModel | None = None
+
+
+def single_node_tput(
+    tm: ThroughputModel,
+    cluster: Cluster,
+    model: NDArray[np.int64],
+    gpus: NDArray[np.int64],
+    allowed: NDArray[np.bool_],
+) -> FloatArray:
+    """Isolated throughput (work units/s) of jobs packed on one node of each catalogue GPU type,
+    shape (J, T): 0 where the job may not use the type or no node of the type has its GPUs.
+
+    Args:
+        tm: Throughput model.
+        cluster: The cluster (its largest node per type).
+        model: Model index per job, shape (J,).
+        gpus: GPU count per job, shape (J,).
+        allowed: Allowed catalogue GPU types per job, shape (J, T).
+    """
+    T = allowed.shape[1]
+    g = np.asarray(gpus)[:, None]
+    tput = tm.isolated(np.asarray(model)[:, None], np.arange(T)[None, :], g, False)
+    hosts = cluster.max_node_gpus_per_type()[None, :T] >= g
+    return np.asarray(np.where(allowed & hosts, tput, 0.0), dtype=np.float64)
 
 
 def default_throughput() -> ThroughputModel:

@@ -16,6 +16,7 @@ from hydra import compose, initialize_config_dir
 from hetsched.benchmark.config import register_benchmark_config
 from hetsched.benchmark.runner import FitProbe, benchmark_cells, read_cell, run_cells
 from hetsched.resources import CONF_DIR
+from hetsched.sim.catalog import GPU_TYPE_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "benchmark.py"
@@ -135,57 +136,58 @@ def test_fit_probe_counts_idle_gpus_only_while_a_waiting_job_fits() -> None:
     assert sum(parts.values()) == pytest.approx(probe.idle_fit_gpu_h(9000.0))
 
 
-def test_fit_probe_tells_single_node_fits_from_gang_only_fits() -> None:
-    """Two 4-GPU nodes of one type with 2 GPUs free each: a 3-GPU job fits only as a gang, a
-    2-GPU job on one node."""
+class _Idle:
+    """A scheduler that places nothing."""
+
+    def decide(self, state: object) -> Any:
+        from hetsched.sim.allocation import Allocation
+
+        return Allocation.empty()
+
+
+def _probe_state(groups: list[dict[str, Any]], gpus: int, tput: dict[str, float], up: list[bool]):
+    """A scheduler state with one waiting ``gpus``-GPU job on ``groups`` and a throughput stub
+    giving the job ``tput[type]`` work units/s on each GPU type (0 on others)."""
     from types import SimpleNamespace
 
-    from hetsched.sim.allocation import Allocation
+    from conftest import make_cluster, make_workload
 
-    class Idle:
-        def decide(self, state: object) -> Allocation:
-            return Allocation.empty()
+    from hetsched.sim.catalog import gpu_type_index
 
-    cl = SimpleNamespace(num_nodes=2, node_gpus=np.array([2, 2]), node_type=np.array([0, 0]))
+    table = np.zeros(len(GPU_TYPE_NAMES))
+    for name, v in tput.items():
+        table[gpu_type_index(name)] = v
+    tm = SimpleNamespace(isolated=lambda m, k, n, s: table[np.asarray(k)] + 0.0 * np.asarray(n))
+    return SimpleNamespace(
+        cluster=make_cluster(groups), workload=make_workload([0.0], [3600.0], [gpus]),
+        throughput=tm, node_up=np.array(up), active=np.array([0]), time=0.0,
+    )  # fmt: skip
+
+
+def test_fit_probe_tells_single_node_fits_from_gang_only_fits() -> None:
+    """Two 2-GPU nodes of one type, both free: a 3-GPU job fits only as a gang, a 2-GPU job on
+    one node."""
+    nodes = [{"gpu_type": "v100", "count": 2, "gpus": 2, "cpus": 16, "mem_gib": 64}]
     for need, single in ((3, False), (2, True)):
-        wl = SimpleNamespace(min_gpus=np.array([need]), allowed_types=np.array([[True, False]]))
-        st = SimpleNamespace(
-            cluster=cl, workload=wl, node_up=np.array([True, True]), active=np.array([0]), time=0.0
-        )
-        probe = FitProbe(Idle())
-        probe.decide(st)
+        probe = FitProbe(_Idle())
+        probe.decide(_probe_state(nodes, need, {"v100": 1.0}, [True, True]))
         assert probe.fits == [True] and probe.single == [single]
 
 
 def test_fit_probe_tells_fits_on_slow_gpu_types_apart() -> None:
-    """A fast node (type 0, busy) and a slow one (type 1, free): a 1-GPU job that runs on type 1
-    at 0.3 of its type-0 throughput fits only slowly; at 0.6 it fits at full value."""
-    from types import SimpleNamespace
-
-    from hetsched.sim.allocation import Allocation
-
-    class Idle:
-        def decide(self, state: object) -> Allocation:
-            return Allocation.empty()
-
-    cl = SimpleNamespace(num_nodes=2, node_gpus=np.array([1, 1]), node_type=np.array([0, 1]))
-    wl = SimpleNamespace(
-        min_gpus=np.array([1]), allowed_types=np.array([[True, True]]), model=np.array([0])
-    )
+    """A fast node (A100, down) and a slow one (T4, free): a 1-GPU job that runs on the T4 at
+    0.3 of its A100 throughput fits only slowly; at 0.6 it fits at full value."""
+    nodes = [
+        {"gpu_type": "a100", "count": 1, "gpus": 1, "cpus": 16, "mem_gib": 64},
+        {"gpu_type": "t4", "count": 1, "gpus": 1, "cpus": 16, "mem_gib": 64},
+    ]
     for slow_rate, fast in ((0.3, False), (0.6, True)):
-        table = np.array([1.0, slow_rate])
-        tm = SimpleNamespace(
-            isolated=lambda m, k, n, s, t=table: t[np.asarray(k)] * np.ones_like(np.asarray(n))
-        )
-        st = SimpleNamespace(
-            cluster=cl, workload=wl, throughput=tm, node_up=np.array([False, True]),
-            active=np.array([0]), time=0.0,
-        )  # fmt: skip
-        probe = FitProbe(Idle())
+        st = _probe_state(nodes, 1, {"a100": 1.0, "t4": slow_rate}, [False, True])
+        probe = FitProbe(_Idle())
         probe.decide(st)
         assert probe.single == [True] and probe.fast == [fast]
         parts = probe.idle_breakdown(3600.0)
-        assert parts["slow_only" if not fast else "single"] == pytest.approx(1.0)
+        assert parts["single" if fast else "slow_only"] == pytest.approx(1.0)
 
 
 def test_extra_checkpoints_build_a_maifs_policy_each() -> None:

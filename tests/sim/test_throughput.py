@@ -401,3 +401,31 @@ def test_integer_count_lookup_equals_the_interpolation(tm: ThroughputModel) -> N
     np.testing.assert_array_equal(fast, slow)
     assert (fast[:, :, :2] == 0).all() and (fast[:, :, -3:] == 0).all()
     assert (fast > 0).any()
+
+
+def test_single_node_tput_is_zero_where_no_node_hosts_the_job_or_the_type_is_disallowed(
+    tm: ThroughputModel,
+) -> None:
+    """A 4-GPU V100 node and a 1-GPU T4 node: a 2-GPU job runs alone only on the V100; a
+    1-GPU job on both, except where its allowed types exclude one."""
+    from conftest import make_cluster
+
+    from hetsched.sim.throughput import single_node_tput
+
+    cl = make_cluster(
+        [
+            {"gpu_type": "v100", "count": 1, "gpus": 4, "cpus": 32, "mem_gib": 128},
+            {"gpu_type": "t4", "count": 1, "gpus": 1, "cpus": 8, "mem_gib": 32},
+        ]
+    )
+    allowed = np.ones((3, len(GPU_TYPE_NAMES)), dtype=bool)
+    allowed[2, k("t4")] = False
+    out = single_node_tput(tm, cl, np.array([0, 0, 0]), np.array([2, 1, 1]), allowed)
+    assert out.shape == (3, len(GPU_TYPE_NAMES))
+    want_v100 = tm.isolated(0, k("v100"), np.array([2, 1, 1]))
+    np.testing.assert_allclose(out[:, k("v100")], want_v100)
+    assert (want_v100 > 0).all()
+    np.testing.assert_allclose(out[:, k("t4")], [0.0, tm.isolated(0, k("t4"), 1), 0.0])
+    assert out[1, k("t4")] > 0
+    others = [i for i in range(len(GPU_TYPE_NAMES)) if i not in (k("v100"), k("t4"))]
+    assert not out[:, others].any()  # no node of those types

@@ -9,7 +9,6 @@ import torch
 from hetsched.agents.coordination import (
     candidate_sets,
     coordination_graph,
-    eager_order,
     join_gangs,
     maxsum_actions,
     ordered_actions,
@@ -270,26 +269,3 @@ def test_work_conserving_masks_pass_only_while_a_claim_is_left() -> None:
     loser = 1 if acts[0] > 0 else 0
     assert acts[loser] == 0 and eff[loser, 0] and not eff[loser, 1:].any()
     assert all(eff[i, a] for i, a in enumerate(acts))
-
-
-def test_eager_order_lets_an_agent_that_would_rather_pass_decide_last() -> None:
-    """Two agents may host job 0 alone and both must claim (the no-op is masked). Agent 0 is
-    forced and would rather pass (its no-op logit is high); agent 1 wants the job. Ranked by
-    their claims alone, agent 0 decides first and takes the job; ranked by eagerness, agent 1
-    takes it and agent 0's binding claim is gone, so it passes."""
-    env_mask = _mask([[0], [0]])
-    mask = env_mask.copy()
-    mask[:, 0] = 0  # both forced
-    single = np.ones((2, A - 1), dtype=bool)
-    logits = np.zeros((2, A))
-    logits[0, 0], logits[0, 1] = 8.0, 1.0  # agent 0: pass >> claim, one claim only
-    logits[1, 1], logits[1, 2] = 1.0, 1.0  # agent 1: two equally likely claims of job 0
-    binding = single.copy()
-    plain, _ = ordered_actions(logits, mask, single, K, None, binding=binding)
-    assert plain[0] > 0 and plain[1] == 0
-    key = eager_order(logits, mask, env_mask[:, 0] > 0, A)
-    assert key[1] > key[0]
-    eager, eff = ordered_actions(logits, mask, single, K, None, binding=binding, order_key=key)
-    assert eager[0] == 0 and eager[1] > 0 and eff[0, 0]
-    # no legal claim: never ahead of an agent with one
-    assert eager_order(logits, _mask([[], [0]]), np.ones(2, dtype=bool), A)[0] < -1e8

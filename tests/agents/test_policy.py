@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import make_cluster, make_workload
-from helpers import fast_config, preempt_env, tiny_env, tiny_tm
+from helpers import fast_config, preempt_env, tiny_tm
 
 from hetsched.agents.acting import Acting, build_net, env_settings, net_dims
 from hetsched.agents.driver import TeamEnv
@@ -348,22 +348,3 @@ def test_a_lone_gang_claim_places_only_with_gang_join(gang_join: bool) -> None:
     assert out["mask"][np.arange(core.N), out["actions"]].all()  # scored under its mask
     _, placed = core.resolve_claims(out["actions"])
     assert placed == (1 if gang_join else 0)
-
-
-@pytest.mark.parametrize("eager", [False, True])
-def test_teacher_no_op_of_a_forced_agent_is_a_label_only_with_eager_order(eager: bool) -> None:
-    """One job, a T4 node and an A100 node: the teacher gives the job to the A100 and passes on
-    the T4, whose claim binds (the no-op is not the agent's action there). With
-    ``agent.env.eager_order`` the recorded mask keeps the env's no-op and the label counts (it
-    trains the order); without, the label gets weight 0."""
-    from hetsched.agents.rollout import EpisodeSpec, play
-
-    conf = fast_config().agent
-    conf.env.eager_order = eager
-    tm = tiny_tm()
-    env = tiny_env(conf, tm)
-    net = build_net(conf.net, net_dims(env.core.layout, env.core.cfg.levels))
-    ep = play(env, net, conf, SJFTeacher.for_agent(conf), EpisodeSpec(0, 0, 0, "teacher"))
-    assert ep.actions[0].tolist()[0] == 0 and ep.actions[0, 1] > 0  # T4 passes, A100 claims
-    assert bool(ep.mask[0, 0, 0]) == eager
-    assert ep.weight[0, 0] == (1.0 if eager else 0.0)

@@ -37,7 +37,6 @@ from hetsched.agents.config import AgentEnvConf, MAIFSAgentConf, NetConf
 from hetsched.agents.coordination import (
     candidate_sets,
     coordination_graph,
-    eager_order,
     join_gangs,
     maxsum_actions,
     ordered_actions,
@@ -240,9 +239,6 @@ class Acting:
         else:
             if not self.conf.env.wait_below > 0:
                 bind = None  # every single-node claim binds: pass once every claim is taken
-            key = None
-            if self.conf.env.eager_order:
-                key = eager_order(lg, mask, core.ma.mask[:, 0] > 0, core.n_place)
             actions, eff = ordered_actions(
                 lg,
                 mask,
@@ -252,7 +248,6 @@ class Acting:
                 graph=self.conf.conflict != "none",
                 extra=extra,
                 binding=bind,
-                order_key=key,
             )
         join = self.conf.env.gang_join
         if not (actions > 0).any() and core.any_legal and core.round_allocation().size == 0:

@@ -65,14 +65,6 @@ class AgentEnvConf:
             agent's gang claim gets the room of every idle node of its type. False: a gang
             forms only where the agents make the same claim themselves. Checkpoints saved
             before this field existed load with false.
-        eager_order: The order of the ordered decision: agents decide by their most probable
-            claim with the no-op legal where the env has it
-            (:func:`hetsched.agents.coordination.eager_order`), so an agent the work-conserving
-            semantics force to claim, but which would rather pass, decides after the agents
-            that want the job; behaviour cloning then fits the teacher's no-op labels of such
-            agents (weight 0 otherwise). False: agents decide by their most probable claim under
-            their own masks, so forced agents decide first. Checkpoints saved before this field
-            existed load with false.
         identity: Show identity features (the GPU-type one-hot of the own node, the model
             one-hot of resident and window jobs). False zeroes them, so the network sees jobs
             and nodes only through throughput-relative features (the identity-features
@@ -98,7 +90,6 @@ class AgentEnvConf:
     gpu_levels: list[float] = field(default_factory=lambda: list(AGENT_GPU_LEVELS))
     identity: bool = True
     gang_join: bool = True
-    eager_order: bool = True
 
 
 @dataclass

@@ -81,7 +81,6 @@ def ordered_actions(
     graph: bool = True,
     extra: int = 0,
     binding: NDArray[np.bool_] | None = None,
-    order_key: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
     """Ordered decision: sample (or argmax) agent by agent, masking claimed jobs for neighbours.
 
@@ -99,8 +98,6 @@ def ordered_actions(
         binding: The claims that made the no-op illegal, shape (N, A - 1 - extra)
             (:func:`hetsched.agents.acting.binding_claims`); given, passing is legal again once
             the agent's binding claims are all taken (None: once every claim is taken).
-        order_key: The order in which the agents decide, highest first, shape (N,) (None: each
-            agent's most probable claim under ``mask``, its log-softmax).
 
     Returns:
         ``(actions (N,), effective masks (N, A))``: the mask each agent decided under.
@@ -114,11 +111,8 @@ def ordered_actions(
     if not graph:
         return _pick(legal_logits, rng), eff
     adj = coordination_graph(candidate_sets(mask[:, :P], window))
-    if order_key is None:
-        order_key = np.where(
-            eff[:, 1:].any(axis=1), _log_softmax(legal_logits)[:, 1:].max(axis=1), NEG
-        )
-    order = np.lexsort((np.arange(N), -order_key))
+    best = np.where(eff[:, 1:].any(axis=1), _log_softmax(legal_logits)[:, 1:].max(axis=1), NEG)
+    order = np.lexsort((np.arange(N), -best))
     taken = np.zeros((N, window), dtype=bool)  # job k already claimed, as seen by agent i
     for i in order.tolist():  # one pass over the agents
         if taken[i].any():
@@ -134,29 +128,6 @@ def ordered_actions(
             k = (a - 1) // L
             taken[adj[i], k] = True
     return actions, eff
-
-
-def eager_order(
-    logits: NDArray[np.float64], mask: NDArray[np.integer], env_noop: NDArray[np.bool_], claims: int
-) -> NDArray[np.float64]:
-    """Each agent's eagerness to claim: the log-probability of its most probable claim with the
-    no-op legal where the env has it legal, shape (N,) (agents without a legal claim: ``NEG``).
-
-    Under the work-conserving semantics an agent that must claim would otherwise rank by its
-    claims alone and decide first; ranked by this key, an agent that would rather pass (because
-    the job suits another node better) decides after the agents that want it.
-
-    Args:
-        logits: Actor logits, shape (N, A).
-        mask: The agent's masks (no-op illegal where a binding claim forbids it), shape (N, A).
-        env_noop: Whether the env allows each agent's no-op, shape (N,).
-        claims: Placement actions including the no-op (``1 + K L``).
-    """
-    m = mask.astype(bool).copy()
-    m[:, 0] |= env_noop
-    lsm = _log_softmax(np.where(m, logits, NEG))
-    has = m[:, 1:claims].any(axis=1)
-    return np.where(has, lsm[:, 1:claims].max(axis=1, initial=NEG), NEG)
 
 
 def join_gangs(

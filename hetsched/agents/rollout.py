@@ -145,8 +145,6 @@ def play(
             run = d["actions"]
         else:
             mask, _ = agent_masks(core, conf.env)
-            if conf.env.eager_order:  # the no-op as the env has it: no-op labels train the order
-                mask[:, 0] = core.ma.mask[:, 0]
             label = teacher.act(core)
             weight = label_weights(core, label, conf)
             # A teacher label the agent's action semantics forbid (it passes where the agent

@@ -137,14 +137,12 @@ def binding_claims(
     core: EnvCore, conf: AgentEnvConf, single: NDArray[np.bool_]
 ) -> NDArray[np.bool_]:
     """Which claims forbid the no-op under the work-conserving semantics, shape (N, P - 1):
-    single-node claims (with ``conf.gang_join`` gang claims too), except (with ``conf.wait_below > 0``) claims of a job that would run
+    single-node claims, except (with ``conf.wait_below > 0``) claims of a job that would run
     on the agent's GPU type at less than ``wait_below`` times the best isolated throughput one
     node of the cluster could give it (:func:`hetsched.agents.teacher.best_alone_tput`): for
     those the agent may wait for a faster GPU."""
     P = core.n_place
     bind = single[:, : P - 1]
-    if conf.gang_join:  # a gang claim is one agent's decision: it binds like a single-node claim
-        bind = np.ones_like(bind)
     if not conf.wait_below > 0 or core.wl is None or core.jt is None:
         return bind
     w = np.where(core.slot_ok, core.window, 0)
@@ -250,7 +248,6 @@ class Acting:
                 graph=self.conf.conflict != "none",
                 extra=extra,
                 binding=bind,
-                gang_takes=self.conf.env.gang_join,
             )
         join = self.conf.env.gang_join
         if not (actions > 0).any() and core.any_legal and core.round_allocation().size == 0:

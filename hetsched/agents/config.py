@@ -59,15 +59,12 @@ class AgentEnvConf:
         gpu_levels: GPU-count levels of the action space (multipliers of an elastic job's
             request, :class:`hetsched.envs.spaces.LevelSets`). Checkpoints saved before this
             field existed load with the env's default ``[0.5, 1.0, 2.0]``.
-        gang_join: The agent's gang semantics: a gang claim is one agent's decision. With
-            ``work_conserving`` a legal gang claim binds like a single-node claim (the env
-            marks a gang claim legal only where the GPU type has the room); the first agent to
-            claim a job takes it for its neighbours, as a single-node claim does; and every
-            agent that passes joins a gang claim another agent of its GPU type made in the same
-            step when that claim is legal for it and it cannot host the job alone
-            (:func:`hetsched.agents.coordination.join_gangs`). False: gang claims are voluntary
-            and a gang forms only where the agents make the same claim themselves. Checkpoints
-            saved before this field existed load with false.
+        gang_join: The agent's gang semantics: an agent that passes joins a gang claim another
+            agent of its GPU type made in the same step when that claim is legal for it and it
+            cannot host the job alone (:func:`hetsched.agents.coordination.join_gangs`), so one
+            agent's gang claim gets the room of every idle node of its type. False: a gang
+            forms only where the agents make the same claim themselves. Checkpoints saved
+            before this field existed load with false.
         identity: Show identity features (the GPU-type one-hot of the own node, the model
             one-hot of resident and window jobs). False zeroes them, so the network sees jobs
             and nodes only through throughput-relative features (the identity-features

@@ -81,7 +81,6 @@ def ordered_actions(
     graph: bool = True,
     extra: int = 0,
     binding: NDArray[np.bool_] | None = None,
-    gang_takes: bool = False,
 ) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
     """Ordered decision: sample (or argmax) agent by agent, masking claimed jobs for neighbours.
 
@@ -99,8 +98,6 @@ def ordered_actions(
         binding: The claims that made the no-op illegal, shape (N, A - 1 - extra)
             (:func:`hetsched.agents.acting.binding_claims`); given, passing is legal again once
             the agent's binding claims are all taken (None: once every claim is taken).
-        gang_takes: A gang claim takes its job for the claimant's neighbours too (they may
-            join it afterwards, :func:`join_gangs`); False: only single-node claims do.
 
     Returns:
         ``(actions (N,), effective masks (N, A))``: the mask each agent decided under.
@@ -127,7 +124,7 @@ def ordered_actions(
         row = np.where(eff[i], logits[i], NEG)
         a = int(_pick(row[None, :], rng)[0])
         actions[i] = a
-        if 0 < a < P and (gang_takes or single[i, a - 1]):
+        if 0 < a < P and single[i, a - 1]:
             k = (a - 1) // L
             taken[adj[i], k] = True
     return actions, eff

@@ -108,9 +108,7 @@ def test_joining_agent_picks_its_highest_logit_gang() -> None:
     # single-node claims recruit nobody
     actions = np.array([1, 0, 0])
     single[0, 0] = True
-    assert not join_gangs(
-        actions, mask, single, logits, np.zeros(3, dtype=np.int64), claims=A
-    ).any()
+    assert not join_gangs(actions, mask, single, logits, np.zeros(3, dtype=np.int64), claims=A).any()
     assert actions.tolist() == [1, 0, 0]
 
 

@@ -15,13 +15,6 @@ gang (no node hosts the job alone at those levels), every other node for which t
 legal makes it too, so that the env can fill the gang. Without it an event-driven
 scheduler that passes on an idle cluster waits for an arrival that may never come; the shipped
 checkpoint was trained with it.
-
-With ``agent.env.gang_join`` (the default for new checkpoints), a gang claim is one agent's
-decision: every agent that passes and could be a member of that gang (same GPU type, the claim
-legal for it, the job too large for it alone) joins it
-(:func:`hetsched.agents.coordination.join_gangs`). Without it a gang forms only where the agents
-make the same claim in the same step; a lone gang claim fails, the step places nothing, and the
-round ends with GPUs idle until the next arrival or completion.
 """
 
 from __future__ import annotations
@@ -37,7 +30,6 @@ from hetsched.agents.config import AgentEnvConf, MAIFSAgentConf, NetConf
 from hetsched.agents.coordination import (
     candidate_sets,
     coordination_graph,
-    join_gangs,
     maxsum_actions,
     ordered_actions,
 )
@@ -249,21 +241,15 @@ class Acting:
                 extra=extra,
                 binding=bind,
             )
-        join = self.conf.env.gang_join
         if not (actions > 0).any() and core.any_legal and core.round_allocation().size == 0:
             # The joint no-op is not an action on an idle cluster (module docstring).
             claims = np.where(eff[:, 1 : core.n_place], lg[:, 1 : core.n_place], -np.inf)
             i = int(np.argmax(claims.max(axis=1)))
             a = 1 + int(np.argmax(claims[i]))
             actions[i] = a
-            if not join and not single[i, a - 1]:  # a gang: every node that may claim it does
+            if not single[i, a - 1]:  # a gang: every node that may claim it does
                 actions[mask[:, a] == 1] = a
             eff[actions == a, a] = True  # what is taken is in the mask it is scored under
-        if join:  # passing agents join the step's gang claims (module docstring)
-            joined = join_gangs(
-                actions, mask, single, lg, core.cluster.node_type, claims=core.n_place
-            )
-            eff[joined, actions[joined]] = True
         lp = torch.log_softmax(logits[0].masked_fill(~torch.from_numpy(eff), -1e9), dim=-1)
         logp = lp.gather(1, torch.from_numpy(actions)[:, None])[:, 0].numpy()
         return {

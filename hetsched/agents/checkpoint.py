@@ -50,7 +50,6 @@ RETIRED: dict[tuple[str, str], object] = {
 LEGACY: dict[tuple[str, str], object] = {
     ("env", "work_conserving"): False,
     ("env", "wait_below"): 0.0,
-    ("env", "gang_join"): False,
     ("env", "gpu_levels"): [0.5, 1.0, 2.0],
     ("teacher", "elastic_share"): False,
 }

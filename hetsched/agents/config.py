@@ -59,12 +59,6 @@ class AgentEnvConf:
         gpu_levels: GPU-count levels of the action space (multipliers of an elastic job's
             request, :class:`hetsched.envs.spaces.LevelSets`). Checkpoints saved before this
             field existed load with the env's default ``[0.5, 1.0, 2.0]``.
-        gang_join: The agent's gang semantics: an agent that passes joins a gang claim another
-            agent of its GPU type made in the same step when that claim is legal for it and it
-            cannot host the job alone (:func:`hetsched.agents.coordination.join_gangs`), so one
-            agent's gang claim gets the room of every idle node of its type. False: a gang
-            forms only where the agents make the same claim themselves. Checkpoints saved
-            before this field existed load with false.
         identity: Show identity features (the GPU-type one-hot of the own node, the model
             one-hot of resident and window jobs). False zeroes them, so the network sees jobs
             and nodes only through throughput-relative features (the identity-features
@@ -89,7 +83,6 @@ class AgentEnvConf:
     wait_below: float = 0.5
     gpu_levels: list[float] = field(default_factory=lambda: list(AGENT_GPU_LEVELS))
     identity: bool = True
-    gang_join: bool = True
 
 
 @dataclass

@@ -130,53 +130,6 @@ def ordered_actions(
     return actions, eff
 
 
-def join_gangs(
-    actions: NDArray[np.int64],
-    mask: NDArray[np.integer],
-    single: NDArray[np.bool_],
-    logits: NDArray[np.float64],
-    node_type: NDArray[np.int64],
-    *,
-    claims: int,
-) -> NDArray[np.bool_]:
-    """Passing agents join the gang claims of the step (in place on ``actions``).
-
-    A gang claim (a claim its agent cannot host alone) is filled by the env from the agents
-    that make the same claim. Here every agent that passes, for which one of the step's gang
-    claims is legal, cannot host that job alone either, and has the GPU type of an agent that
-    made it, makes that claim too: the one of highest logit when several qualify. Which job a
-    gang starts, at which levels, stays the claiming agent's choice; the joiners add their room.
-
-    Args:
-        actions: Actions, shape (N,) (changed in place).
-        mask: Action masks, shape (N, A).
-        single: Whether each claim hosts its job alone on the agent, shape (N, A - 1).
-        logits: Actor logits, shape (N, A).
-        node_type: GPU type of every agent's node, shape (N,).
-        claims: Number of placement actions including the no-op (``1 + K L``); later actions
-            (evictions) are never joined.
-
-    Returns:
-        Which agents joined, shape (N,).
-    """
-    N = actions.shape[0]
-    rows = np.flatnonzero((actions > 0) & (actions < claims))
-    gang = rows[~single[rows, actions[rows] - 1]]
-    joined = np.zeros(N, dtype=bool)
-    if gang.size == 0:
-        return joined
-    acts = np.unique(actions[gang])  # (G,) distinct gang claims
-    same_type = np.zeros((N, acts.size), dtype=bool)
-    for g, a in enumerate(acts.tolist()):  # few distinct gang claims per step
-        same_type[:, g] = np.isin(node_type, node_type[gang[actions[gang] == a]])
-    cand = (actions == 0)[:, None] & (mask[:, acts] > 0) & ~single[:, acts - 1] & same_type
-    joined = cand.any(axis=1)
-    if joined.any():
-        score = np.where(cand, logits[:, acts], -np.inf)
-        actions[joined] = acts[np.argmax(score[joined], axis=1)]
-    return joined
-
-
 def _pick(logits: NDArray[np.float64], rng: np.random.Generator | None) -> NDArray[np.int64]:
     if rng is None:
         return np.asarray(np.argmax(logits, axis=1), dtype=np.int64)

@@ -9,7 +9,6 @@ import torch
 from hetsched.agents.coordination import (
     candidate_sets,
     coordination_graph,
-    join_gangs,
     maxsum_actions,
     ordered_actions,
 )
@@ -79,37 +78,6 @@ def test_gang_claims_are_not_masked_for_others() -> None:
     logits[:, 1] = 10.0
     acts, _ = ordered_actions(logits, m, np.zeros((2, A - 1), dtype=bool), K, None)
     assert acts.tolist() == [1, 1]  # a multi-node job needs both claims
-
-
-def test_passing_agents_join_a_gang_claim_of_their_type_only() -> None:
-    """A lone gang claim recruits the passing agents that could be members (same GPU type,
-    legal, not hosting the job alone); agents with their own claims, other types, and agents
-    that would host the job alone keep their actions."""
-    mask = _mask([[0], [0], [0, 1], [0], [0], [0]])
-    single = np.zeros((6, A - 1), dtype=bool)
-    single[4, :] = True  # agent 4 hosts slot 0 alone: not a gang member
-    node_type = np.array([0, 0, 0, 1, 0, 0])
-    actions = np.array([1, 0, 3, 0, 0, 0])  # agent 0: gang claim on slot 0; 2 claims slot 1
-    mask[5, 1] = 0  # agent 5: slot 0 legal at the other level only
-    logits = np.zeros((6, A))
-    joined = join_gangs(actions, mask, single, logits, node_type, claims=A)
-    assert actions.tolist() == [1, 1, 3, 0, 0, 0]
-    assert joined.tolist() == [False, True, False, False, False, False]
-
-
-def test_joining_agent_picks_its_highest_logit_gang() -> None:
-    mask = _mask([[0], [1], [0, 1]])
-    single = np.zeros((3, A - 1), dtype=bool)
-    logits = np.zeros((3, A))
-    logits[2, 1 + L] = 5.0  # agent 2 prefers slot 1's claim
-    actions = np.array([1, 1 + L, 0])
-    join_gangs(actions, mask, single, logits, np.zeros(3, dtype=np.int64), claims=A)
-    assert actions[2] == 1 + L
-    # single-node claims recruit nobody
-    actions = np.array([1, 0, 0])
-    single[0, 0] = True
-    assert not join_gangs(actions, mask, single, logits, np.zeros(3, dtype=np.int64), claims=A).any()
-    assert actions.tolist() == [1, 0, 0]
 
 
 def test_maxsum_resolves_a_conflict() -> None:

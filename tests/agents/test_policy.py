@@ -319,32 +319,3 @@ def test_work_conserving_agent_mask_and_identity_columns() -> None:
     blind = agent_observations(core, dataclasses.replace(conf.env, identity=False))
     assert full[:, cols].any() and not blind[:, cols].any()
     assert np.array_equal(full[:, ~cols], blind[:, ~cols])
-
-
-@pytest.mark.parametrize("gang_join", [False, True])
-def test_a_lone_gang_claim_places_only_with_gang_join(gang_join: bool) -> None:
-    """An 8-GPU job on two 4-GPU nodes: the network has node 0 claim the gang and node 1 pass. With ``agent.env.gang_join`` node 1 joins and the job starts; without
-    it the lone claim fails and the step places nothing."""
-    tm = tiny_tm()
-    cl = make_cluster([{"gpu_type": "a100", "count": 2, "gpus": 4, "cpus": 32, "mem_gib": 128}])
-    wl = make_workload([0.0], [1e4], [8], cpu=4.0, mem=16.0)
-    conf = fast_config().agent
-    conf.env.gang_join = gang_join
-    core = EnvCore(cl, wl, tm, env_settings(conf.env))
-    core.reset(np.random.default_rng(0))
-    claim = 1 + int(np.flatnonzero(core.ma.mask[0, 1 : 1 + core.n_place // core.K])[0])
-    assert not core.ma.single.reshape(core.N, -1)[:, claim - 1].any()  # a gang claim
-
-    class Fixed(torch.nn.Module):
-        def forward(self, o: torch.Tensor, m: torch.Tensor, g: torch.Tensor) -> tuple:
-            lg = torch.full((1, core.N, core.n_actions), -5.0)
-            lg[0, 0, claim] = 5.0  # node 0 claims the gang
-            lg[0, 1, 0] = 5.0  # node 1 passes
-            return lg, torch.zeros(1), torch.zeros(())
-
-    acting = Acting(Fixed(), conf, greedy=True)  # type: ignore[arg-type]
-    out = acting.step(core)
-    assert out["actions"].tolist() == ([claim, claim] if gang_join else [claim, 0])
-    assert out["mask"][np.arange(core.N), out["actions"]].all()  # scored under its mask
-    _, placed = core.resolve_claims(out["actions"])
-    assert placed == (1 if gang_join else 0)

@@ -5,7 +5,10 @@ cell's ``idle_fit_gpu_h`` by what the waiting jobs need (:meth:`FitProbe.idle_br
 benchmark counts all three): ``single`` when some waiting job fits on one node's free GPUs of an
 allowed type at least half as fast for it as the best single node of the cluster, ``slow_only``
 when waiting jobs fit on one node only on slower types (waiting for a faster GPU), ``gang_only``
-when they fit only across several nodes of a type.
+when they fit only across several nodes of a type. For the MAIFS network and its teacher a
+second line splits the same GPU-hours by how the decision before each idle interval ended
+(:meth:`FitProbe.idle_by_last_step`): every agent passed (``pass``), claims were made but none
+granted (``failed``: e.g. a gang claim that too few nodes made), no legal action (``none``).
 
     python scripts/idle_breakdown.py --scenario itp_c06_pai_busy --seed 0 1 --scheduler maifs
     python scripts/idle_breakdown.py --scenario itp_c06_pai_busy --seed 1 --checkpoint my.pt
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from hetsched.agents.policy import LAST_STEPS
 from hetsched.benchmark.runner import Cell, play_cell
 from hetsched.benchmark.scenarios import get_scenario, scenarios_in
 from hetsched.sim.errors import HetschedError
@@ -46,6 +50,7 @@ def main() -> None:
     if "checkpoint" in node:  # the preset's interpolation needs the app's config: set it here
         node["checkpoint"] = args.checkpoint
     total = dict.fromkeys(("all", "single", "slow_only", "gang_only"), 0.0)
+    by_last: dict[str, float] = {}
     for name in names:
         for seed in args.seed:
             out, probe, _, _ = play_cell(Cell(name, args.scheduler, node, "exact", 0.0, seed))
@@ -54,8 +59,20 @@ def main() -> None:
             total = {k: total[k] + parts[k] for k in total}
             print(f"{name} seed {seed} {args.scheduler}: avg JCT {out.row['avg_jct_h']:.3f} h; "
                   + _parts(parts))  # fmt: skip
+            last = probe.idle_by_last_step(end)
+            for k, v in last.items():
+                by_last[k] = by_last.get(k, 0.0) + v
+            if set(last) - {"n/a"}:
+                print("  by the decision's final step: " + _last(last))
     if len(names) * len(args.seed) > 1:
         print(f"total of {len(names) * len(args.seed)} runs: " + _parts(total))
+        if set(by_last) - {"n/a"}:
+            print("  by the decision's final step: " + _last(by_last))
+
+
+def _last(p: dict[str, float]) -> str:
+    """One line of the split by the decision's final step (GPU-hours)."""
+    return ", ".join(f"{k} {p.get(k, 0.0):.1f}" for k in LAST_STEPS)
 
 
 def _parts(p: dict[str, float]) -> str:

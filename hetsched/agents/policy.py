@@ -52,6 +52,13 @@ class PolicyStallError(RuntimeError):
     """The actor passed for too many rounds on an idle cluster while jobs waited."""
 
 
+#: How a decision's final step ended: ``none`` (no step: nothing legal), ``pass`` (every agent
+#: passed), ``failed`` (claims, none granted: e.g. a gang claim too few nodes made), ``moved``
+#: (the step placed or evicted; then nothing was legal, or the round hit its decision-step
+#: limit).
+LAST_STEPS: tuple[str, ...] = ("none", "pass", "failed", "moved")
+
+
 class ActorPolicy(BasePolicy):
     """Event-driven policy whose rounds are the env's decision steps (module docstring).
 
@@ -64,6 +71,9 @@ class ActorPolicy(BasePolicy):
     """
 
     event_driven = True
+    #: How the last decision's final step ended (:data:`LAST_STEPS`), for diagnostics
+    #: (:meth:`hetsched.benchmark.runner.FitProbe.idle_by_last_step`).
+    last_step: str
 
     def __init__(
         self, settings: EnvSettings, actor: Actor | None, name: str, max_idle_rounds: int
@@ -83,6 +93,7 @@ class ActorPolicy(BasePolicy):
         self.core: StateCore | None = None
         self.wake_time: float | None = None
         self.decision_steps = 0
+        self.last_step = "none"
         self._idle_rounds = 0
 
     def reset(
@@ -98,6 +109,7 @@ class ActorPolicy(BasePolicy):
         self.core.bind(workload)
         self.wake_time = None
         self.decision_steps = 0
+        self.last_step = "none"
         self._idle_rounds = 0
 
     def run_stats(self) -> dict[str, float]:
@@ -117,10 +129,14 @@ class ActorPolicy(BasePolicy):
             raise RuntimeError("decide() called before reset(); the runner calls reset() first")
         core.begin(state)
         go = core.any_action
+        self.last_step = "none"
         while go:
-            res, placed = core.resolve_claims(self.act(core))
+            actions = self.act(core)
+            res, placed = core.resolve_claims(actions)
             self.decision_steps += 1
-            go = core.end_step(placed + res.evicted_jobs)
+            moved = placed + res.evicted_jobs
+            self.last_step = "moved" if moved else "failed" if (actions > 0).any() else "pass"
+            go = core.end_step(moved)
         alloc = core.allocation()
         self.wake_time = None
         if alloc.size == 0 and state.active.size and not core._future_arrivals():

@@ -79,6 +79,7 @@ class FitProbe:
         self.fits: list[bool] = []
         self.single: list[bool] = []  # a waiting job fits on one node's free GPUs
         self.fast: list[bool] = []  # ... on a GPU type not below SLOW_FRACTION of its best
+        self.last: list[str] = []  # how the decision's final step ended (actor policies)
 
     def __getattr__(self, name: str) -> Any:
         if name == "policy":
@@ -88,6 +89,7 @@ class FitProbe:
     def reset(self, *args: Any, **kwargs: Any) -> None:
         """Reset the wrapped policy and the records."""
         self.times, self.idle, self.fits, self.single, self.fast = [], [], [], [], []
+        self.last = []
         if hasattr(self.policy, "reset"):
             self.policy.reset(*args, **kwargs)
 
@@ -113,6 +115,7 @@ class FitProbe:
         self.fits.append(fits)
         self.single.append(single)
         self.fast.append(fast)
+        self.last.append(str(getattr(self.policy, "last_step", "n/a")))
         return alloc
 
     def _weights(self, end_s: float) -> NDArray[np.float64]:
@@ -123,6 +126,17 @@ class FitProbe:
     def idle_fit_gpu_h(self, end_s: float) -> float:
         """GPU-hours idle while a waiting job fits, up to ``end_s`` (s)."""
         return float(self._weights(end_s).sum()) if self.times else 0.0
+
+    def idle_by_last_step(self, end_s: float) -> dict[str, float]:
+        """:meth:`idle_fit_gpu_h` split by how the scheduler's decision ended, in GPU-hours
+        (keys of :data:`hetsched.agents.policy.LAST_STEPS` for the MAIFS network and its
+        teacher: every agent passed, claims none granted, ...; ``n/a`` for other
+        schedulers)."""
+        out: dict[str, float] = {}
+        if self.times:
+            for k, w in zip(self.last, self._weights(end_s).tolist(), strict=True):
+                out[k] = out.get(k, 0.0) + w
+        return out
 
     def idle_breakdown(self, end_s: float) -> dict[str, float]:
         """:meth:`idle_fit_gpu_h` split by what the waiting jobs need, in GPU-hours: ``single``

@@ -319,3 +319,21 @@ def test_work_conserving_agent_mask_and_identity_columns() -> None:
     blind = agent_observations(core, dataclasses.replace(conf.env, identity=False))
     assert full[:, cols].any() and not blind[:, cols].any()
     assert np.array_equal(full[:, ~cols], blind[:, ~cols])
+
+
+def test_last_step_tells_a_failed_gang_claim_from_a_pass_and_a_placement() -> None:
+    """An 8-GPU job on two 4-GPU nodes: a gang claim by one node only is granted nothing
+    (``failed``), no claim at all is ``pass``, both nodes claiming places it (``moved``)."""
+    tm = tiny_tm()
+    cl = make_cluster([{"gpu_type": "a100", "count": 2, "gpus": 4, "cpus": 32, "mem_gib": 128}])
+    wl = make_workload([0.0], [1e4], [8], cpu=4.0, mem=16.0)
+    settings = EnvSettings(window=2, resident_slots=2, advance="event")
+    sim = Simulator(cl, wl, tm)
+    probe = EnvCore(cl, wl, tm, settings)
+    probe.reset(np.random.default_rng(0))
+    claim = 1 + int(np.flatnonzero(probe.ma.mask[0, 1:])[0])
+    for fixed, want in (([claim, 0], "failed"), ([0, 0], "pass"), ([claim, claim], "moved")):
+        pol = ActorPolicy(settings, lambda core, a=fixed: np.array(a), "fixed", 10)
+        pol.reset(cl, wl, tm, np.random.default_rng(0))
+        alloc = pol.decide(sim.state())
+        assert pol.last_step == want and (alloc.size > 0) == (want == "moved")

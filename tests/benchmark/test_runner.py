@@ -134,6 +134,19 @@ def test_fit_probe_counts_idle_gpus_only_while_a_waiting_job_fits() -> None:
     parts = probe.idle_breakdown(9000.0)
     assert parts == pytest.approx({"single": 0.0, "slow_only": 1.0, "gang_only": 4.0})
     assert sum(parts.values()) == pytest.approx(probe.idle_fit_gpu_h(9000.0))
+    probe.last = ["failed", "pass", "failed"]  # how each decision's final step ended
+    assert probe.idle_by_last_step(9000.0) == pytest.approx({"failed": 5.0, "pass": 0.0})
+
+
+def test_fit_probe_records_the_last_step_of_actor_policies_only() -> None:
+    nodes = [{"gpu_type": "v100", "count": 2, "gpus": 2, "cpus": 16, "mem_gib": 64}]
+    st = _probe_state(nodes, 2, {"v100": 1.0}, [True, True])
+    plain, actor = FitProbe(_Idle()), FitProbe(_Idle())
+    actor.policy.last_step = "pass"  # what ActorPolicy.decide sets
+    for p in (plain, actor):
+        p.decide(st)
+    assert plain.last == ["n/a"] and actor.last == ["pass"]
+    assert actor.idle_by_last_step(3600.0) == pytest.approx({"pass": 4.0})
 
 
 class _Idle:

@@ -8,7 +8,8 @@ when waiting jobs fit on one node only on slower types (waiting for a faster GPU
 when they fit only across several nodes of a type. For the MAIFS network and its teacher a
 second line splits the same GPU-hours by how the decision before each idle interval ended
 (:meth:`FitProbe.idle_by_last_step`): every agent passed (``pass``), claims were made but none
-granted (``failed``: e.g. a gang claim that too few nodes made), no legal action (``none``).
+granted (``failed``: e.g. a gang claim that too few nodes made), no legal action (``none``), a
+placement or eviction (``moved``).
 
     python scripts/idle_breakdown.py --scenario itp_c06_pai_busy --seed 0 1 --scheduler maifs
     python scripts/idle_breakdown.py --scenario itp_c06_pai_busy --seed 1 --checkpoint my.pt

@@ -142,6 +142,31 @@ def binding_claims(
     return bind & np.repeat(fast, (P - 1) // core.K, axis=1)
 
 
+def rate_priority(core: EnvCore, mask: NDArray[np.integer]) -> NDArray[np.float64]:
+    """Each agent's decision priority under ``decision_order="rate"``, shape (N,).
+
+    For every window job the agent may claim (a legal placement action in ``mask``), the
+    isolated throughput of the job at its request on the agent's GPU type over the best one
+    node of the cluster could give it (:func:`hetsched.agents.teacher.best_alone_tput`); the
+    priority is the largest of these ratios, -1 for an agent with no legal claim. An agent
+    whose node serves some waiting job well decides before one whose node serves every job it
+    could take slowly, so a slow node cannot take a job before a fast one has chosen.
+
+    Args:
+        core: The env core at the decision step.
+        mask: The agent's action masks, shape (N, A) (placement actions first).
+    """
+    N, K = core.N, core.K
+    if core.wl is None or core.jt is None:
+        return np.zeros(N)
+    w = np.where(core.slot_ok, core.window, 0)
+    best = best_alone_tput(core, w)
+    rel = window_tput(core, w) / np.where(best > 0, best, np.inf)[None, :]
+    L = (core.n_place - 1) // K
+    legal = (mask[:, 1 : core.n_place] == 1).reshape(N, K, L).any(axis=2) & core.slot_ok[None, :]
+    return np.asarray(np.where(legal, rel, -1.0).max(axis=1), dtype=np.float64)
+
+
 @functools.lru_cache(maxsize=16)
 def identity_columns(layout: ObsLayout) -> NDArray[np.bool_]:
     """Observation columns that carry identities, shape (D,): the own node's GPU-type one-hot
@@ -240,6 +265,9 @@ class Acting:
                 graph=self.conf.conflict != "none",
                 extra=extra,
                 binding=bind,
+                priority=(
+                    rate_priority(core, mask) if self.conf.env.decision_order == "rate" else None
+                ),
             )
         if not (actions > 0).any() and core.any_legal and core.round_allocation().size == 0:
             # The joint no-op is not an action on an idle cluster (module docstring).

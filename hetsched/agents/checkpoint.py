@@ -52,6 +52,7 @@ LEGACY: dict[tuple[str, str], object] = {
     ("env", "wait_below"): 0.0,
     ("env", "gpu_levels"): [0.5, 1.0, 2.0],
     ("teacher", "elastic_share"): False,
+    ("env", "decision_order"): "confidence",
 }
 
 

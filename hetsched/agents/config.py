@@ -14,6 +14,9 @@ from hydra.core.config_store import ConfigStore
 
 CONFLICT_MODES: tuple[str, ...] = ("ordered", "maxsum", "none")
 
+#: Who decides first in the ordered decision (``agent.env.decision_order``).
+DECISION_ORDERS: tuple[str, ...] = ("rate", "confidence")
+
 #: The agent's GPU-count levels (multipliers of the request; elastic jobs only, clipped to
 #: their ``[min_gpus, max_gpus]``). The env's default :data:`~hetsched.envs.spaces.DEFAULT_GPU_LEVELS`
 #: lacks 0.25, so a 16-GPU elastic job could not start on one 4-GPU node.
@@ -59,6 +62,14 @@ class AgentEnvConf:
         gpu_levels: GPU-count levels of the action space (multipliers of an elastic job's
             request, :class:`hetsched.envs.spaces.LevelSets`). Checkpoints saved before this
             field existed load with the env's default ``[0.5, 1.0, 2.0]``.
+        decision_order: Who decides first in the ordered decision (``agent.conflict=ordered``,
+            :func:`hetsched.agents.coordination.ordered_actions`). ``"rate"``: the agents whose
+            node serves the jobs they may claim best, relative to the best one node of the
+            cluster could (:func:`hetsched.agents.acting.rate_priority`), then the most
+            confident; ``"confidence"``: the most confident (highest best-claim probability)
+            first. Which job each agent claims, or whether it passes, stays the network's
+            choice either way. Checkpoints saved before this field existed load with
+            ``confidence``.
         identity: Show identity features (the GPU-type one-hot of the own node, the model
             one-hot of resident and window jobs). False zeroes them, so the network sees jobs
             and nodes only through throughput-relative features (the identity-features
@@ -83,6 +94,14 @@ class AgentEnvConf:
     wait_below: float = 0.5
     gpu_levels: list[float] = field(default_factory=lambda: list(AGENT_GPU_LEVELS))
     identity: bool = True
+    decision_order: str = "rate"
+
+    def __post_init__(self) -> None:
+        if self.decision_order not in DECISION_ORDERS:
+            raise ValueError(
+                f"agent.env.decision_order={self.decision_order!r} is not one of "
+                f"{list(DECISION_ORDERS)}"
+            )
 
 
 @dataclass

@@ -10,7 +10,9 @@ default and ``"maxsum"`` the ablation switch (``"none"`` leaves conflicts to the
 arbitration, the "without coordination graph" ablation):
 
 * **Ordered decision along the graph** (:func:`ordered_actions`). Agents decide one after the
-  other, most confident first (highest best-claim probability); once an agent claims a job that
+  other, in the order of a given priority (the agent's node's relative rate on the jobs it may
+  claim, ``agent.env.decision_order="rate"``), then most confident first (highest best-claim
+  probability); once an agent claims a job that
   it can host alone, that job is masked for every later agent *adjacent in* ``E_t`` (only
   neighbours can claim it). No conflict can occur, and -- the reason it is the default -- the
   joint action has an exact log-probability, the sum of each agent's log-probability under the
@@ -81,6 +83,7 @@ def ordered_actions(
     graph: bool = True,
     extra: int = 0,
     binding: NDArray[np.bool_] | None = None,
+    priority: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
     """Ordered decision: sample (or argmax) agent by agent, masking claimed jobs for neighbours.
 
@@ -98,6 +101,8 @@ def ordered_actions(
         binding: The claims that made the no-op illegal, shape (N, A - 1 - extra)
             (:func:`hetsched.agents.acting.binding_claims`); given, passing is legal again once
             the agent's binding claims are all taken (None: once every claim is taken).
+        priority: Decision order, shape (N,): higher decides first; ties (and None: all) to
+            the most confident agent, then the lowest index.
 
     Returns:
         ``(actions (N,), effective masks (N, A))``: the mask each agent decided under.
@@ -112,7 +117,8 @@ def ordered_actions(
         return _pick(legal_logits, rng), eff
     adj = coordination_graph(candidate_sets(mask[:, :P], window))
     best = np.where(eff[:, 1:].any(axis=1), _log_softmax(legal_logits)[:, 1:].max(axis=1), NEG)
-    order = np.lexsort((np.arange(N), -best))
+    keys = (np.arange(N), -best) if priority is None else (np.arange(N), -best, -priority)
+    order = np.lexsort(keys)
     taken = np.zeros((N, window), dtype=bool)  # job k already claimed, as seen by agent i
     for i in order.tolist():  # one pass over the agents
         if taken[i].any():

@@ -272,5 +272,7 @@ def test_settings_added_later_load_with_their_legacy_values() -> None:
     conf = conf_from_dict(old)
     assert conf.env.gpu_levels == [0.5, 1.0, 2.0] and not conf.teacher.elastic_share
     assert (conf.env.wait_below, conf.env.work_conserving) == (0.0, False)
+    assert conf.env.decision_order == "confidence"
     new = conf_from_dict(full)
+    assert new.env.decision_order == "rate"
     assert tuple(new.env.gpu_levels) == AGENT_GPU_LEVELS and new.teacher.elastic_share

@@ -151,3 +151,12 @@ def test_checkpoints_without_work_conserving_load_with_it_off() -> None:
     del old["env"]["work_conserving"]
     assert conf_from_dict(old).env.work_conserving is False
     assert conf_from_dict(asdict(MAIFSAgentConf())).env.work_conserving is True
+
+
+def test_an_unknown_decision_order_is_refused() -> None:
+    """``agent.env.decision_order`` names one of :data:`DECISION_ORDERS`."""
+    from hetsched.agents.config import DECISION_ORDERS, AgentEnvConf
+
+    assert AgentEnvConf().decision_order in DECISION_ORDERS
+    with pytest.raises(ValueError, match="decision_order='fastest'"):
+        AgentEnvConf(decision_order="fastest")

@@ -43,6 +43,21 @@ def test_graph_edges_iff_candidates_overlap() -> None:
     assert not adj.diagonal().any()
 
 
+def test_ordered_decision_follows_the_priority_before_confidence() -> None:
+    """A higher ``priority`` decides first whatever the logits; equal priorities fall back to
+    the most confident, then the lowest index."""
+    m = _mask([[0], [0], [0]])
+    single = np.ones((3, A - 1), dtype=bool)
+    logits = np.zeros((3, A))
+    logits[:, 1] = [6.0, 5.0, 4.0]  # agent 0 the most confident
+    acts, _ = ordered_actions(logits, m, single, K, None, priority=np.array([0.2, 0.2, 0.9]))
+    assert acts.tolist() == [0, 0, 1]  # agent 2 first: slot 0 is then taken for the others
+    acts, _ = ordered_actions(logits, m, single, K, None, priority=np.array([0.5, 0.5, 0.1]))
+    assert acts.tolist() == [1, 0, 0]  # a tie between 0 and 1: the more confident, agent 0
+    acts, _ = ordered_actions(logits, m, single, K, None)
+    assert acts.tolist() == [1, 0, 0]
+
+
 def test_ordered_decision_avoids_conflicts_and_respects_masks() -> None:
     m = _mask([[0, 1], [0, 1], [0], [2]])
     single = np.ones((4, A - 1), dtype=bool)

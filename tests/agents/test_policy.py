@@ -286,6 +286,44 @@ def test_wait_below_lets_a_slow_node_pass_until_its_binding_claims_are_taken() -
     assert acts[1] == a1 and acts[0] == 0 and eff[0, 0]
 
 
+def test_rate_order_lets_the_faster_node_choose_first() -> None:
+    """``decision_order="rate"``: the A100 node (rate ratio 1) decides before the T4 node
+    (0.25) even when the T4 node is the more confident, so under ``wait_below=0`` (both bound)
+    the A100 takes the one job and the T4 node passes; the confidence order gives the job to
+    the T4. The order changes who chooses first, not what an agent may choose."""
+    import dataclasses
+
+    from helpers import tiny_env, tiny_tm
+
+    from hetsched.agents.acting import agent_masks, binding_claims, rate_priority
+    from hetsched.agents.config import MAIFSAgentConf
+    from hetsched.agents.coordination import ordered_actions
+
+    conf = MAIFSAgentConf()
+    assert conf.env.decision_order == "rate"
+    env = tiny_env(conf, tiny_tm())
+    env.reset(np.random.default_rng(0))
+    core = env.core
+    P = core.n_place
+    c0 = dataclasses.replace(conf.env, wait_below=0.0)
+    m0, s0 = agent_masks(core, c0)
+    prio = rate_priority(core, m0)
+    assert prio[1] == pytest.approx(1.0) and prio[0] == pytest.approx(0.25)
+    a0 = 1 + int(np.flatnonzero(m0[0, 1:P] == 1)[0])
+    a1 = 1 + int(np.flatnonzero(m0[1, 1:P] == 1)[0])
+    logits = np.where(m0 == 1, 0.0, -1e9)
+    logits[0, a0] = 9.0  # the T4 node is sure of its claim
+    logits[1, a1] = 1.0
+    bind = binding_claims(core, c0, s0)
+    by_rate, _ = ordered_actions(logits, m0, s0, core.K, None, binding=bind, priority=prio)
+    assert by_rate[1] == a1 and by_rate[0] == 0
+    by_conf, _ = ordered_actions(logits, m0, s0, core.K, None, binding=bind)
+    assert by_conf[0] == a0 and by_conf[1] == 0
+    no_claim = np.zeros_like(m0)
+    no_claim[:, 0] = 1
+    assert (rate_priority(core, no_claim) == -1.0).all()
+
+
 def test_work_conserving_agent_mask_and_identity_columns() -> None:
     """``agent.env.work_conserving`` makes the no-op illegal exactly for agents with a legal
     single-node claim; ``agent.env.identity=false`` zeroes the one-hot identity columns only."""

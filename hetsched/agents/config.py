@@ -399,12 +399,15 @@ class MAIFSSchedulerConf:
         checkpoint: Checkpoint path; null = the shipped ``hetsched/checkpoints/maifs_default.pt``.
         greedy: Argmax actions (false: sample with the run's generator).
         max_idle_rounds: See :data:`MAX_IDLE_ROUNDS`.
+        decision_order: Who decides first in the ordered decision (``rate`` or
+            ``confidence``, :class:`AgentEnvConf`); null = the checkpoint's own.
     """
 
     _target_: str = "hetsched.agents.policy.MAIFSPolicy"
     checkpoint: str | None = None
     greedy: bool = True
     max_idle_rounds: int = MAX_IDLE_ROUNDS
+    decision_order: str | None = None
 
 
 @dataclass

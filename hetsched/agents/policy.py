@@ -211,10 +211,13 @@ class MAIFSPolicy(ActorPolicy):
         max_idle_rounds: See :class:`ActorPolicy`.
         net: Use this ``(network, agent config)`` pair instead of a file (training-time
             evaluation).
+        decision_order: Act under this decision order instead of the checkpoint's
+            (``agent.env.decision_order``; None: the checkpoint's).
 
     Raises:
         hetsched.agents.checkpoint.CheckpointError: If the checkpoint cannot be used (wrong
             env, non-finite weights, retired settings).
+        ValueError: If ``decision_order`` is not one of ``DECISION_ORDERS``.
     """
 
     def __init__(
@@ -223,7 +226,10 @@ class MAIFSPolicy(ActorPolicy):
         greedy: bool = True,
         max_idle_rounds: int = MAX_IDLE_ROUNDS,
         net: tuple[Any, Any] | None = None,
+        decision_order: str | None = None,
     ) -> None:
+        import dataclasses
+
         import torch
 
         from hetsched.agents.acting import env_settings
@@ -236,6 +242,9 @@ class MAIFSPolicy(ActorPolicy):
             self.net, self.conf = net_from_checkpoint(load_checkpoint(path))
         else:
             self.net, self.conf = net
+        if decision_order is not None:
+            env = dataclasses.replace(self.conf.env, decision_order=decision_order)
+            self.conf = dataclasses.replace(self.conf, env=env)
         self.greedy = bool(greedy)
         super().__init__(env_settings(self.conf.env), None, "maifs", max_idle_rounds)
 

@@ -375,3 +375,18 @@ def test_last_step_tells_a_failed_gang_claim_from_a_pass_and_a_placement() -> No
         pol.reset(cl, wl, tm, np.random.default_rng(0))
         alloc = pol.decide(sim.state())
         assert pol.last_step == want and (alloc.size > 0) == (want == "moved")
+
+
+def test_maifs_policy_acts_under_the_checkpoints_decision_order_unless_told() -> None:
+    """``decision_order`` replaces the checkpoint's order for this evaluation only; None keeps
+    the checkpoint's; an unknown order is refused."""
+    from hetsched.agents.policy import MAIFSPolicy
+
+    saved = MAIFSPolicy().conf.env.decision_order
+    assert MAIFSPolicy(decision_order=None).conf.env.decision_order == saved
+    for order in ("rate", "confidence"):
+        pol = MAIFSPolicy(decision_order=order)
+        assert pol.conf.env.decision_order == order
+    assert MAIFSPolicy().conf.env.decision_order == saved  # nothing shared was changed
+    with pytest.raises(ValueError, match="decision_order"):
+        MAIFSPolicy(decision_order="fastest")

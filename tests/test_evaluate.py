@@ -41,7 +41,13 @@ def test_default_config_composes_with_simple_schedulers() -> None:
     cfg = _compose(["scheduler=maifs", "checkpoint=/some/where.pt"])
     assert cfg.scheduler.maifs.checkpoint == "/some/where.pt"
     assert cfg.scheduler.maifs.greedy is True  # the network alone: no rule settings
-    assert set(cfg.scheduler.maifs) == {"_target_", "checkpoint", "greedy", "max_idle_rounds"}
+    assert set(cfg.scheduler.maifs) == {
+        "_target_",
+        "checkpoint",
+        "greedy",
+        "max_idle_rounds",
+        "decision_order",
+    }
     assert cfg.cluster.name == "sia_64"
     assert cfg.workload.name == "philly"
     # Several seeds by default; plots and TensorBoard on, skipping off.

@@ -38,6 +38,9 @@ def _scalars(run_dir: Path) -> dict[str, list[float]]:
 def test_behaviour_cloning_imitates_the_teacher(tmp_path: Path) -> None:
     cfg = fast_config(steps=0)  # behaviour cloning only
     cfg.agent.env.work_conserving = False  # the teacher's T4 node passes: a legal label here
+    # Under the rate order the A100 node chooses first, so even an untrained net may give it
+    # the job; under the confidence order the clone must learn that the T4 node passes.
+    cfg.agent.env.decision_order = "confidence"
     b = cfg.agent.bc
     b.episodes, b.dagger_rounds, b.dagger_episodes, b.epochs, b.lr = 4, 1, 2, 10, 3e-3
     cfg.checkpoint_every = 1  # a checkpoint after every round

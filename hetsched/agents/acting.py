@@ -104,11 +104,25 @@ def agent_masks(core: EnvCore, conf: AgentEnvConf) -> tuple[NDArray[np.int8], ND
     return mask, single
 
 
+Rates = tuple[NDArray[np.float64], NDArray[np.float64]]
+
+
+def window_rates(core: EnvCore) -> Rates | None:
+    """Isolated throughput of each window job at its request on each node's GPU type, shape
+    (N, K) (:func:`hetsched.agents.teacher.window_tput`), and the best one node of the cluster
+    could give it, shape (K,) (:func:`hetsched.agents.teacher.best_alone_tput`); None before
+    a workload is bound. Empty slots are computed as job 0 (callers mask them)."""
+    if core.wl is None or core.jt is None:
+        return None
+    w = np.where(core.slot_ok, core.window, 0)
+    return window_tput(core, w), best_alone_tput(core, w)
+
+
 def masks_and_binding(
-    core: EnvCore, conf: AgentEnvConf
+    core: EnvCore, conf: AgentEnvConf, rates: Rates | None = None
 ) -> tuple[NDArray[np.int8], NDArray[np.bool_], NDArray[np.bool_] | None]:
     """:func:`agent_masks` and the binding claims it used, shape (N, P - 1) (None without the
-    work-conserving semantics)."""
+    work-conserving semantics); ``rates``: :func:`window_rates` if already computed."""
     ma = core.ma
     mask = ma.mask.copy()
     single = ma.single.reshape(core.N, -1)
@@ -120,29 +134,36 @@ def masks_and_binding(
         mask[:, 1:P] &= np.tile(keep.ravel(), core.K).astype(np.int8)[None, :]
     bind = None
     if conf.work_conserving:
-        bind = binding_claims(core, conf, single)
+        bind = binding_claims(core, conf, single, rates)
         mask[((mask[:, 1:P] == 1) & bind).any(axis=1), 0] = 0
     return mask, single, bind
 
 
 def binding_claims(
-    core: EnvCore, conf: AgentEnvConf, single: NDArray[np.bool_]
+    core: EnvCore, conf: AgentEnvConf, single: NDArray[np.bool_], rates: Rates | None = None
 ) -> NDArray[np.bool_]:
     """Which claims forbid the no-op under the work-conserving semantics, shape (N, P - 1):
     single-node claims, except (with ``conf.wait_below > 0``) claims of a job that would run
     on the agent's GPU type at less than ``wait_below`` times the best isolated throughput one
     node of the cluster could give it (:func:`hetsched.agents.teacher.best_alone_tput`): for
-    those the agent may wait for a faster GPU."""
+    those the agent may wait for a faster GPU. ``rates``: :func:`window_rates` if already
+    computed."""
     P = core.n_place
     bind = single[:, : P - 1]
-    if not conf.wait_below > 0 or core.wl is None or core.jt is None:
+    if not conf.wait_below > 0:
         return bind
-    w = np.where(core.slot_ok, core.window, 0)
-    fast = window_tput(core, w) >= conf.wait_below * best_alone_tput(core, w)[None, :]
+    if rates is None:
+        rates = window_rates(core)
+    if rates is None:
+        return bind
+    tput, best = rates
+    fast = tput >= conf.wait_below * best[None, :]
     return bind & np.repeat(fast, (P - 1) // core.K, axis=1)
 
 
-def rate_priority(core: EnvCore, mask: NDArray[np.integer]) -> NDArray[np.float64]:
+def rate_priority(
+    core: EnvCore, mask: NDArray[np.integer], rates: Rates | None = None
+) -> NDArray[np.float64]:
     """Each agent's decision priority under ``decision_order="rate"``, shape (N,).
 
     For every window job the agent may claim (a legal placement action in ``mask``), the
@@ -155,13 +176,15 @@ def rate_priority(core: EnvCore, mask: NDArray[np.integer]) -> NDArray[np.float6
     Args:
         core: The env core at the decision step.
         mask: The agent's action masks, shape (N, A) (placement actions first).
+        rates: :func:`window_rates` if already computed.
     """
     N, K = core.N, core.K
-    if core.wl is None or core.jt is None:
+    if rates is None:
+        rates = window_rates(core)
+    if rates is None:
         return np.zeros(N)
-    w = np.where(core.slot_ok, core.window, 0)
-    best = best_alone_tput(core, w)
-    rel = window_tput(core, w) / np.where(best > 0, best, np.inf)[None, :]
+    tput, best = rates
+    rel = tput / np.where(best > 0, best, np.inf)[None, :]
     L = (core.n_place - 1) // K
     legal = (mask[:, 1 : core.n_place] == 1).reshape(N, K, L).any(axis=2) & core.slot_ok[None, :]
     return np.asarray(np.where(legal, rel, -1.0).max(axis=1), dtype=np.float64)
@@ -236,7 +259,12 @@ class Acting:
     def step(self, core: EnvCore) -> dict[str, Any]:
         """Decide one step: actions, the effective masks, per-agent log-probs, value, inputs."""
         obs = agent_observations(core, self.conf.env)
-        mask, single, bind = masks_and_binding(core, self.conf.env)
+        env = self.conf.env
+        by_rate = env.decision_order == "rate"
+        # the window's rates, once per step, for the wait rule and the rate order
+        need = by_rate or (env.work_conserving and env.wait_below > 0)
+        rates = window_rates(core) if need else None
+        mask, single, bind = masks_and_binding(core, env, rates)
         extra = core.n_actions - core.n_place
         adj = graph_of(mask, core.K, extra)
         o = torch.from_numpy(obs)[None]
@@ -265,9 +293,7 @@ class Acting:
                 graph=self.conf.conflict != "none",
                 extra=extra,
                 binding=bind,
-                priority=(
-                    rate_priority(core, mask) if self.conf.env.decision_order == "rate" else None
-                ),
+                priority=rate_priority(core, mask, rates) if by_rate else None,
             )
         if not (actions > 0).any() and core.any_legal and core.round_allocation().size == 0:
             # The joint no-op is not an action on an idle cluster (module docstring).

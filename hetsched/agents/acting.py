@@ -57,11 +57,15 @@ def env_settings(conf: AgentEnvConf) -> EnvSettings:
         window_order=conf.window_order,
         preemptive=conf.preemptive,
         evict_max=conf.evict_max,
+        resizable=conf.resizable,
     )
 
 
-def net_dims(layout: ObsLayout, levels: LevelSets, *, preemptive: bool = False) -> NetDims:
-    """The network's view of an observation layout (with eviction actions if preemptive)."""
+def net_dims(
+    layout: ObsLayout, levels: LevelSets, *, preemptive: bool = False, resizable: bool = False
+) -> NetDims:
+    """The network's view of an observation layout (with eviction actions if preemptive, resize
+    actions if resizable)."""
     lg, lc, lm = levels.sizes
     return NetDims(
         obs_dim=layout.obs_dim,
@@ -74,6 +78,7 @@ def net_dims(layout: ObsLayout, levels: LevelSets, *, preemptive: bool = False) 
         global_dim=layout.global_dim,
         num_levels=lg * lc * lm,
         evict_slots=layout.resident_slots if preemptive else 0,
+        resize_slots=layout.resident_slots if resizable else 0,
     )
 
 
@@ -225,7 +230,7 @@ def graph_of(mask: NDArray[np.integer], window: int, extra: int = 0) -> NDArray[
     Args:
         mask: Action masks, shape (N, A).
         window: Window size K.
-        extra: Trailing eviction actions of ``mask`` (not claims; no edges).
+        extra: Trailing eviction and resize actions of ``mask`` (not claims; no edges).
     """
     return coordination_graph(candidate_sets(mask[:, : mask.shape[1] - extra], window))
 

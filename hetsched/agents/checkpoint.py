@@ -53,6 +53,7 @@ LEGACY: dict[tuple[str, str], object] = {
     ("env", "gpu_levels"): [0.5, 1.0, 2.0],
     ("teacher", "elastic_share"): False,
     ("env", "decision_order"): "confidence",
+    ("env", "resizable"): False,
 }
 
 

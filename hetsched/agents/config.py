@@ -70,6 +70,10 @@ class AgentEnvConf:
             first. Which job each agent claims, or whether it passes, stays the network's
             choice either way. Checkpoints saved before this field existed load with
             ``confidence``.
+        resizable: Train and act with the env's resize actions (``EnvSettings.resizable``:
+            double a running elastic job on its node when no waiting job could use the GPUs;
+            the network gets a resize head). Checkpoints saved before this field existed load
+            with false.
         identity: Show identity features (the GPU-type one-hot of the own node, the model
             one-hot of resident and window jobs). False zeroes them, so the network sees jobs
             and nodes only through throughput-relative features (the identity-features
@@ -95,6 +99,7 @@ class AgentEnvConf:
     gpu_levels: list[float] = field(default_factory=lambda: list(AGENT_GPU_LEVELS))
     identity: bool = True
     decision_order: str = "rate"
+    resizable: bool = False
 
     def __post_init__(self) -> None:
         if self.decision_order not in DECISION_ORDERS:
@@ -126,6 +131,8 @@ class TeacherConf:
     step 4; null: the teacher never evicts). ``elastic_share``: an elastic job starts at the
     fastest GPU level within its share of the cluster (GPUs over jobs in the system) rather
     than at its request (checkpoints saved before it existed load with false).
+    ``resize_gain_s``: in an env with resize actions, double a running elastic job when that
+    saves more than this many seconds (the teacher's step 5; null: never).
     """
 
     order: str = "sjf"
@@ -134,6 +141,7 @@ class TeacherConf:
     evict_ratio: float | None = None
     evict_wait_s: float = 7200.0
     elastic_share: bool = True
+    resize_gain_s: float | None = None
 
 
 @dataclass
@@ -425,6 +433,7 @@ class TeacherSchedulerConf:
     max_idle_rounds: int = MAX_IDLE_ROUNDS
     gpu_levels: list[float] = field(default_factory=lambda: list(AGENT_GPU_LEVELS))
     elastic_share: bool = TeacherConf.elastic_share
+    resize_gain_s: float | None = TeacherConf.resize_gain_s
 
 
 def register_agent_configs() -> None:

@@ -229,7 +229,7 @@ class StateCore(EnvCore):
         """Count a decision step; return whether the round goes on (same rule as the env).
 
         Args:
-            placed: Jobs the step placed or evicted.
+            placed: Jobs the step placed, evicted or resized.
         """
         self.decision_step += 1
         return (

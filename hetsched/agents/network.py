@@ -40,6 +40,8 @@ from torch import Tensor, nn
 NEG = -1e9
 #: Modules of the eviction head (present only with ``NetDims.evict_slots > 0``).
 EVICT_HEAD: tuple[str, ...] = ("ev_h", "ev_r", "ev_out")
+#: Modules of the resize head (present only with ``NetDims.resize_slots > 0``).
+RESIZE_HEAD: tuple[str, ...] = ("rs_h", "rs_r", "rs_out")
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,7 @@ class NetDims:
         global_dim: Global block length.
         num_levels: ``L = L_g L_c L_m``.
         evict_slots: Eviction actions (0, or R for the preemptive env).
+        resize_slots: Resize actions after them (0, or R for an env with ``resizable``).
     """
 
     obs_dim: int
@@ -69,13 +72,15 @@ class NetDims:
     global_dim: int
     num_levels: int
     evict_slots: int = 0
+    resize_slots: int = 0
 
     def __post_init__(self) -> None:
-        if self.evict_slots not in (0, self.resident_slots):
-            raise ValueError(
-                f"evict_slots={self.evict_slots} must be 0 (no eviction actions) or "
-                f"resident_slots={self.resident_slots} (one per resident slot)"
-            )
+        for name, what in (("evict_slots", "eviction"), ("resize_slots", "resize")):
+            if getattr(self, name) not in (0, self.resident_slots):
+                raise ValueError(
+                    f"{name}={getattr(self, name)} must be 0 (no {what} actions) or "
+                    f"resident_slots={self.resident_slots} (one per resident slot)"
+                )
         total = (
             self.num_types
             + self.node_head
@@ -89,7 +94,7 @@ class NetDims:
     @property
     def num_actions(self) -> int:
         """A."""
-        return 1 + self.window * self.num_levels + self.evict_slots
+        return 1 + self.window * self.num_levels + self.evict_slots + self.resize_slots
 
     def as_dict(self) -> dict[str, int]:
         """Plain dict (stored in checkpoints)."""
@@ -154,6 +159,10 @@ class MAIFSNet(nn.Module):
             self.ev_r = nn.Linear(H, H, bias=False)
             self.ev_out = nn.Linear(H, 1)
             nn.init.constant_(self.ev_out.bias, float(evict_bias))
+        if dims.resize_slots:
+            self.rs_h = nn.Linear(H, H)
+            self.rs_r = nn.Linear(H, H, bias=False)
+            self.rs_out = nn.Linear(H, 1)
         self.critic = nn.Sequential(
             nn.Linear(2 * H + dims.global_dim, H),
             nn.ReLU(),
@@ -241,6 +250,9 @@ class MAIFSNet(nn.Module):
         if self.dims.evict_slots:
             u = torch.relu(self.ev_h(h)[:, :, None, :] + self.ev_r(res))  # (B,N,R,H)
             parts.append(self.ev_out(u)[..., 0])
+        if self.dims.resize_slots:
+            u = torch.relu(self.rs_h(h)[:, :, None, :] + self.rs_r(res))  # (B,N,R,H)
+            parts.append(self.rs_out(u)[..., 0])
         logits = torch.cat(parts, dim=-1)
         value = self.critic(torch.cat([h.mean(dim=1), h.max(dim=1).values, glob], dim=-1))
         return logits, value[:, 0]

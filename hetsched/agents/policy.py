@@ -134,7 +134,7 @@ class ActorPolicy(BasePolicy):
             actions = self.act(core)
             res, placed = core.resolve_claims(actions)
             self.decision_steps += 1
-            moved = placed + res.evicted_jobs
+            moved = placed + res.evicted_jobs + res.resized_jobs
             self.last_step = "moved" if moved else "failed" if (actions > 0).any() else "pass"
             go = core.end_step(moved)
         alloc = core.allocation()
@@ -168,6 +168,9 @@ class TeacherPolicy(ActorPolicy):
         gpu_levels: GPU-count levels (multipliers of an elastic job's request).
         elastic_share: Start elastic jobs within their share of the cluster's GPUs
             (:class:`SJFTeacher`).
+        resize_gain_s: Act in the env with resize actions and double a running elastic job
+            when that saves more than this many seconds (:class:`SJFTeacher`, step 5). None:
+            no resize actions.
     """
 
     def __init__(
@@ -181,6 +184,7 @@ class TeacherPolicy(ActorPolicy):
         max_idle_rounds: int = MAX_IDLE_ROUNDS,
         gpu_levels: tuple[float, ...] | list[float] = AGENT_GPU_LEVELS,
         elastic_share: bool = TeacherConf.elastic_share,
+        resize_gain_s: float | None = TeacherConf.resize_gain_s,
     ) -> None:
         t = SJFTeacher(
             order=order,
@@ -188,12 +192,14 @@ class TeacherPolicy(ActorPolicy):
             fungible=fungible,
             long_s=long_s,
             elastic_share=elastic_share,
+            resize_gain_s=resize_gain_s,
         )
         settings = EnvSettings(
             window=window,
             advance="event",
             round_s=round_s,
             levels=LevelSets(gpu=tuple(gpu_levels)),
+            resizable=resize_gain_s is not None,
         )
         super().__init__(settings, t.act, "maifs_teacher", max_idle_rounds)
 

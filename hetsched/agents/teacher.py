@@ -36,6 +36,11 @@ Rule, at every decision step:
    time, then the lowest node index. The freed node is offered to the queue at the next
    decision step, where step 3 places the waiting job; a job evicted this round is not placed
    again before the next round (with ``evict_ratio`` set, steps 1-3 skip it).
+5. Resizes (only in an env with ``resizable``, with ``resize_gain_s`` set): each agent with no
+   action and a legal resize (the env allows one only where no waiting job fits the node)
+   doubles the resident job whose estimated run time left (isolated rate at its GPUs where it
+   runs) shortens most, if the time saved, less the model's restart delay, exceeds
+   ``resize_gain_s``.
 """
 
 from __future__ import annotations
@@ -143,6 +148,8 @@ class SJFTeacher:
         evict_wait_s: Waiting time (s) after which a job may have a victim evicted for it.
         elastic_share: Start elastic jobs at a GPU level within their share of the cluster
             (module docstring, step 1; False: at their request).
+        resize_gain_s: Double a running elastic job when that saves more than this many
+            seconds (module docstring, step 5; resizable env only). None: never resize.
     """
 
     def __init__(
@@ -154,7 +161,11 @@ class SJFTeacher:
         evict_ratio: float | None = None,
         evict_wait_s: float = 2 * 3600.0,
         elastic_share: bool = True,
+        resize_gain_s: float | None = None,
     ) -> None:
+        if resize_gain_s is not None and not resize_gain_s >= 0.0:
+            raise ValueError(f"resize_gain_s={resize_gain_s!r} must be >= 0 seconds (or None)")
+        self.resize_gain_s = None if resize_gain_s is None else float(resize_gain_s)
         if order not in ("sjf", "arrival"):
             raise ValueError(f"order={order!r} must be 'sjf' or 'arrival'")
         if not 0.0 <= min_rel_rate <= 1.0:
@@ -185,6 +196,7 @@ class SJFTeacher:
             t.evict_ratio,
             t.evict_wait_s,
             t.elastic_share,
+            t.resize_gain_s,
         )
 
     def gpu_levels(self, core: EnvCore) -> slice:
@@ -247,7 +259,32 @@ class SJFTeacher:
             self._place(core, actions)
         if self.evict_ratio is not None and core.cfg.preemptive and core.any_evictable:
             self._evict(core, actions, self.evict_ratio)
+        if self.resize_gain_s is not None and core.cfg.resizable and core.any_resizable:
+            self._resize(core, actions, self.resize_gain_s)
         return actions
+
+    def _resize(self, core: EnvCore, actions: NDArray[np.int64], gain_s: float) -> None:
+        """Step 5 of the module docstring: resizes written into ``actions`` (N,) of the agents
+        that have no action."""
+        assert core.sim is not None and core.wl is not None
+        ro = core.resize_offset
+        legal = (core.ma.mask[:, ro:] == 1) & (actions == 0)[:, None]  # (N, R)
+        if not legal.any():
+            return
+        cur, wl = core.running(), core.wl
+        e = np.where(legal, core.resident_entries(), 0)
+        job, g = cur.job[e], cur.gpus[e]
+        nt = core.cluster.node_type[cur.node[e]]
+        rem = _seen_remaining(core)[job]
+        now = core.tm.isolated(wl.model[job], nt, g, False)
+        big = core.tm.isolated(wl.model[job], nt, 2 * g, False)
+        saved = rem / np.maximum(now, EPS) - rem / np.maximum(big, EPS)
+        saved -= core.tm.restart_delay_s[wl.model[job]]
+        saved = np.where(legal & (now > 0) & (big > now), saved, -np.inf)
+        slot = np.argmax(saved, axis=1)
+        best = saved[np.arange(core.N), slot]
+        go = best > gain_s
+        actions[go] = ro + slot[go]
 
     def _place(self, core: EnvCore, actions: NDArray[np.int64]) -> None:
         """Steps 1-3 of the module docstring: claims written into ``actions`` (N,)."""

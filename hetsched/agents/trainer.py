@@ -56,7 +56,7 @@ from hetsched.agents.checkpoint import (
 from hetsched.agents.config import ClusterDrawConf, CurriculumItem, TrainConfig
 from hetsched.agents.driver import TeamEnv
 from hetsched.agents.learner import TrainingDivergedError, bc_fit, ppo_update
-from hetsched.agents.network import EVICT_HEAD
+from hetsched.agents.network import EVICT_HEAD, RESIZE_HEAD
 from hetsched.agents.rollout import (
     Episode,
     RolloutWorkers,
@@ -215,7 +215,12 @@ class Trainer:
         self.settings = env_settings(self.conf.env)
         self.items, self.envs = curriculum_envs(cfg, self.tm, self.settings, envs)
         dims = {
-            net_dims(e.core.layout, self.settings.levels, preemptive=self.settings.preemptive)
+            net_dims(
+                e.core.layout,
+                self.settings.levels,
+                preemptive=self.settings.preemptive,
+                resizable=self.settings.resizable,
+            )
             for e in self.envs
         }
         if len(dims) != 1:
@@ -265,14 +270,15 @@ class Trainer:
         """Load a checkpoint's weights into the network (``init=PATH``).
 
         A checkpoint without eviction actions may start a preemptive run
-        (``agent.env.preemptive=true``): every weight it has is loaded and the eviction head
-        keeps its fresh initialisation (``agent.net.evict_bias`` sets how rarely it evicts at
+        (``agent.env.preemptive=true``), and one without resize actions a resizable run
+        (``agent.env.resizable=true``): every weight it has is loaded and the new head keeps
+        its fresh initialisation (``agent.net.evict_bias`` sets how rarely it evicts at
         first). Any other difference of layout is a :class:`CheckpointError`.
         """
         ck = load_checkpoint(path, obs_dim=self.dims.obs_dim)
         fix = (
-            "; init needs the same agent.net sizes (an eviction head may only be new, when a "
-            "non-preemptive checkpoint starts a preemptive run)"
+            "; init needs the same agent.net sizes (an eviction or resize head may only be new, "
+            "when a checkpoint without those actions starts a run with them)"
         )
         try:
             missing, unexpected = self.net.load_state_dict(ck["model"], strict=False)
@@ -280,7 +286,7 @@ class Trainer:
             raise CheckpointError(
                 f"init={path} does not fit this network: {e}"[:1500] + fix
             ) from None
-        head = [k for k in missing if k.split(".")[0] in EVICT_HEAD]
+        head = [k for k in missing if k.split(".")[0] in (*EVICT_HEAD, *RESIZE_HEAD)]
         if unexpected or len(head) != len(missing):
             raise CheckpointError(
                 f"init={path} does not fit this network: missing {sorted(missing)}, "

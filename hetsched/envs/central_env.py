@@ -252,6 +252,7 @@ class ClusterCentralEnv(gymnasium.Env[NDArray[np.float32], np.int64]):
             "gang_failed": float(stats.gang_failed),
             "invalid_actions": float(stats.invalid),
             "evicted_jobs": 0.0,  # the central env has no eviction actions
+            "resized_jobs": 0.0,  # ... and no resize actions
             "invalid_action": float(invalid),
             "conflict": 0.0,
             "placed": float(placed),

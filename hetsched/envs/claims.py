@@ -112,7 +112,8 @@ class ClaimResolver(CoreState):
         stats.conflicts = int(np.count_nonzero(res.conflict))
         stats.gang_failed = int(np.count_nonzero(res.gang_failed))
         stats.evicted = res.evicted_jobs
-        self.end_decision(placed > 0 or res.evicted_jobs > 0, stats)
+        stats.resized = res.resized_jobs
+        self.end_decision(placed > 0 or res.evicted_jobs > 0 or res.resized_jobs > 0, stats)
         return res, stats
 
     def resolve_claims(self, actions: NDArray[np.int64]) -> tuple[ClaimResult, int]:
@@ -148,14 +149,27 @@ class ClaimResolver(CoreState):
         )  # fmt: skip
         claim = legal & (a_safe > 0) & (a_safe < self.n_place)
         placed = self._claims(claim, a_safe, res) if claim.any() else 0
-        ev = legal & (a_safe >= self.n_place)
-        if ev.any():
-            agents = ev.nonzero()[0]
-            res.evicted_jobs = self._evict(agents, a_safe[agents] - self.n_place)
-            res.evicted[agents] = True
-        if placed or res.evicted_jobs:
+        self._evict_and_resize(legal, a_safe, res)
+        if placed or res.evicted_jobs or res.resized_jobs:
             self.refresh()
         return res, placed
+
+    def _evict_and_resize(
+        self, legal: NDArray[np.bool_], a: NDArray[np.int64], res: ClaimResult
+    ) -> None:
+        """Apply the legal eviction, then resize actions of a step (after its claims)."""
+        if self.n_actions == self.n_place:
+            return
+        ro = self.resize_offset
+        ev = legal & (a >= self.n_place) & (a < ro)
+        if ev.any():
+            agents = ev.nonzero()[0]
+            res.evicted_jobs = self._evict(agents, a[agents] - self.n_place)
+            res.evicted[agents] = True
+        rs = legal & (a >= ro)
+        if rs.any():
+            agents = rs.nonzero()[0]
+            res.resized_jobs = self._resize(agents, a[agents] - ro)
 
     def _resolve_compiled(self, a: NDArray[np.int64]) -> tuple[ClaimResult, int]:
         """:meth:`resolve_claims` with the claims resolved by the compiled kernel
@@ -179,13 +193,8 @@ class ClaimResolver(CoreState):
         if n_e:
             self._add_entries(ints[0, :n_e], ints[1, :n_e], ints[2, :n_e], floats[0, :n_e],
                               floats[1, :n_e])  # fmt: skip
-        if self.n_actions > self.n_place:  # evictions (preemptive envs)
-            ev = ~res.invalid & (a >= self.n_place)
-            if ev.any():
-                agents = ev.nonzero()[0]
-                res.evicted_jobs = self._evict(agents, a[agents] - self.n_place)
-                res.evicted[agents] = True
-        if placed or res.evicted_jobs:
+        self._evict_and_resize(~res.invalid, a, res)
+        if placed or res.evicted_jobs or res.resized_jobs:
             self.refresh()
         return res, int(placed)
 

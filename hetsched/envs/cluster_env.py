@@ -48,6 +48,7 @@ INFO_KEYS: tuple[str, ...] = (
     "gang_failed",
     "invalid_actions",
     "evicted_jobs",
+    "resized_jobs",
     "invalid_action",
     "conflict",
     "placed",
@@ -110,6 +111,11 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
     keeps the round going; a round is shown to the agents while an eviction is legal even if
     no placement is. ``infos[a]["evicted_jobs"]`` counts the jobs a step evicted. The
     observation is the same as without eviction actions.
+
+    **Resize actions** (``resizable=True``, either id): R more actions at the end; action
+    ``A - R + r`` doubles the GPUs of the elastic job in resident slot ``r`` on the agent's node
+    when no waiting job could use them (rules in :mod:`hetsched.envs.resizes`; the engine
+    charges the job's restart delay). ``infos[a]["resized_jobs"]`` counts the jobs resized.
 
     **Rounds and conflicts.** See :mod:`hetsched.envs.core`: several decision steps per round;
     time advances when a step places nothing, nothing more fits, or after
@@ -174,6 +180,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
             stays an agent whose only legal action is the no-op (``node_up`` feature 0).
         preemptive: Add the eviction actions (see above); ``hetsched/ClusterPreempt-v0``
             builds the env with ``preemptive=True``.
+        resizable: Add the resize actions (see above).
         evict_max: With eviction actions, the most times one job may be evicted per episode
             (None: no limit).
         stall_steps: Decision steps without progress after which the episode is truncated
@@ -213,6 +220,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         preemptive: bool = False,
         evict_max: int | None = None,
         stall_steps: int | None = EnvSettings.stall_steps,
+        resizable: bool = False,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
@@ -236,6 +244,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
             preemptive=preemptive,
             evict_max=evict_max,
             stall_steps=stall_steps,
+            resizable=resizable,
         )
         self.max_cycles = self.settings.max_cycles
         tm = resolve_throughput(throughput)
@@ -501,6 +510,7 @@ def agent_infos(
     team["gang_failed"] = float(stats.gang_failed)
     team["invalid_actions"] = float(stats.invalid)
     team["evicted_jobs"] = float(stats.evicted)
+    team["resized_jobs"] = float(stats.resized)
     team["sim_time_s"] = float(core.sim.time)
     team["decision_step"] = float(core.decision_step)
     team["stalled"] = float(core.stalled)

@@ -44,6 +44,12 @@ its window order (it may be placed again this round). A step that evicts counts 
 the round goes on; while an eviction is legal a round is shown to the agents even if no
 placement is.
 
+**Resizes** (``EnvSettings.resizable``). R more actions, after the placements and evictions,
+double the GPUs of the elastic job in resident slot ``r`` on the agent's node, when no waiting
+job could use them (rules in :mod:`hetsched.envs.resizes`). They are resolved after the claims
+and evictions of a step; like an eviction, a resize keeps the round going, and a round is
+shown while a resize is legal.
+
 **Stalls.** An episode is ``stalled`` (the envs truncate it) when waiting jobs can never be
 placed (nothing runs, nothing fits, no arrival or repair is to come), or after
 ``EnvSettings.stall_steps`` consecutive decision steps without progress: some agent had a legal
@@ -79,6 +85,7 @@ from hetsched.envs.evictions import EvictionRules, slot_ranks
 from hetsched.envs.features import FeatureBuilder, JobTable, MaskArrays, build_job_table
 from hetsched.envs.observing import Observing
 from hetsched.envs.presets import WorkloadFactory, make_workload
+from hetsched.envs.resizes import ResizeRules
 from hetsched.envs.rounds import RoundFlow
 from hetsched.envs.spaces import ActionCodec, EnvSettings
 from hetsched.sim.allocation import Allocation
@@ -94,7 +101,7 @@ __all__ = [
 ]  # fmt: skip
 
 
-class EnvCore(RoundFlow, ClaimResolver, EvictionRules, Observing):
+class EnvCore(RoundFlow, ClaimResolver, EvictionRules, ResizeRules, Observing):
     """Simulator wrapper with decision rounds, placement, conflict resolution and features.
 
     Args:
@@ -155,9 +162,11 @@ class EnvCore(RoundFlow, ClaimResolver, EvictionRules, Observing):
         self._round_kernel: Any | None = kernels_step.get("round_start")
         self._head_kernel: Any | None = kernels_step.get("node_head")
         self._window_kernel: Any | None = kernels_step.get("window")
-        #: Placement actions A_p (no-op included) and all actions (A_p + R when preemptive).
+        #: Placement actions A_p (no-op included) and all actions (plus R evictions when
+        #: preemptive, plus R resizes when resizable).
         self.n_place = self.codec.n
-        self.n_actions = self.codec.n + (settings.resident_slots if settings.preemptive else 0)
+        R = settings.resident_slots
+        self.n_actions = self.codec.n + R * (int(settings.preemptive) + int(settings.resizable))
         self.node_up = np.ones(self.N, dtype=bool)
         self.sim: _EnvSimulator | None = None
         #: Trusted rounds run compiled (hetsched.envs.kernels_engine); False: the engine's code.

@@ -56,6 +56,7 @@ class StepStats:
     terminal: bool = False
     progress_gpu_s: float = 0.0
     evicted: int = 0
+    resized: int = 0
 
 
 @dataclass
@@ -63,7 +64,8 @@ class ClaimResult:
     """Per-agent outcome of one decision step, each shape (N,).
 
     ``evicted`` marks agents whose eviction action took a job off (preemptive envs only);
-    ``evicted_jobs`` counts the distinct jobs evicted.
+    ``evicted_jobs`` counts the distinct jobs evicted. ``resized_jobs`` counts the jobs whose
+    GPUs a resize action doubled (resizable envs only).
     """
 
     invalid: NDArray[np.bool_]
@@ -72,6 +74,7 @@ class ClaimResult:
     gang_failed: NDArray[np.bool_]
     evicted: NDArray[np.bool_]
     evicted_jobs: int = 0
+    resized_jobs: int = 0
 
 
 class CoreState:
@@ -174,3 +177,12 @@ class CoreState:
         def _evict(self, agents: NDArray[np.int64], slots: NDArray[np.int64]) -> int: ...
 
         def _evict_mask(self) -> NDArray[np.int8]: ...
+
+        def _evictable(self) -> NDArray[np.int64]: ...
+
+        def _resize_mask(self, place_mask: NDArray[np.int8]) -> NDArray[np.int8]: ...
+
+        def _resize(self, agents: NDArray[np.int64], slots: NDArray[np.int64]) -> int: ...
+
+        @property
+        def resize_offset(self) -> int: ...

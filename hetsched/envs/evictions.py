@@ -87,12 +87,13 @@ class EvictionRules(CoreState):
     @property
     def any_evictable(self) -> bool:
         """Some agent has a legal eviction (always False unless preemptive)."""
-        return self.cfg.preemptive and bool(self.ma.mask[:, self.n_place :].any())
+        end = self.n_place + self.cfg.resident_slots
+        return self.cfg.preemptive and bool(self.ma.mask[:, self.n_place : end].any())
 
     @property
     def any_action(self) -> bool:
-        """Some agent has a legal placement or eviction."""
-        return self.any_legal or self.any_evictable
+        """Some agent has a legal placement, eviction or resize."""
+        return self.any_legal or bool(self.ma.mask[:, self.n_place :].any())
 
     def release_entries(self, drop: NDArray[np.bool_]) -> Allocation:
         """Take the entries ``drop`` (a mask over :attr:`_cur`) off this round; free their

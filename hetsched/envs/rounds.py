@@ -205,8 +205,11 @@ class RoundFlow(CoreState):
                 self.node_up,
             )
             self._any_legal = None  # computed when first asked
-        if self.cfg.preemptive:
-            self.ma = replace(self.ma, mask=np.hstack([self.ma.mask, self._evict_mask()]))
+        extra = [self._evict_mask()] if self.cfg.preemptive else []
+        if self.cfg.resizable:
+            extra.append(self._resize_mask(self.ma.mask))
+        if extra:
+            self.ma = replace(self.ma, mask=np.hstack([self.ma.mask, *extra]))
         self._obs_cache = self._common_cache = None
 
     def _may_fit(self, jobs: NDArray[np.int64]) -> bool:

@@ -147,6 +147,10 @@ class EnvSettings:
             its restart delay when it runs again.
         evict_max: With ``preemptive``, a job may be evicted at most this many times per
             episode (its eviction actions are masked after that); None: no limit.
+        resizable: Resize actions: each agent also has one action per resident slot, after
+            the placement and eviction actions, that doubles the GPUs of the slot's elastic
+            job on the agent's node when no waiting job could use them
+            (:mod:`hetsched.envs.resizes`).
         stall_steps: Truncate the episode (``stalled``) after this many consecutive decision
             steps without progress: a legal action was offered, yet no job was placed and
             the round's time advanced with nothing running (e.g. a policy that always
@@ -169,6 +173,7 @@ class EnvSettings:
     preemptive: bool = False
     evict_max: int | None = None
     stall_steps: int | None = 1000
+    resizable: bool = False
 
     def __post_init__(self) -> None:
         ss = self.stall_steps
@@ -185,6 +190,9 @@ class EnvSettings:
         if not isinstance(self.preemptive, bool | np.bool_):
             raise ValueError(f"preemptive={self.preemptive!r} must be true or false")
         object.__setattr__(self, "preemptive", bool(self.preemptive))
+        if not isinstance(self.resizable, bool | np.bool_):
+            raise ValueError(f"resizable={self.resizable!r} must be true or false")
+        object.__setattr__(self, "resizable", bool(self.resizable))
         for name, lo in (("window", 1), ("resident_slots", 1), ("max_decisions_per_round", 1)):
             v = getattr(self, name)
             if isinstance(v, bool) or int(v) != v or int(v) < lo:

@@ -73,3 +73,16 @@ def preempt_env(conf: MAIFSAgentConf, tm: ThroughputModel) -> TeamEnv:
     cl = make_cluster([{"gpu_type": "a100", "count": 1, "gpus": 1, "cpus": 16, "mem_gib": 64}])
     wl = make_workload([0.0, 60.0], [4.0 * 36000, 4.0 * 360], [1, 1], cpu=4.0, mem=16.0)
     return TeamEnv(cl, wl, tm, env_settings(conf.env), conf.env.max_steps)
+
+
+def resize_env(conf: MAIFSAgentConf, tm: ThroughputModel) -> TeamEnv:
+    """One A100 node with four GPUs; an elastic 10-hour job (2 GPUs, up to 4) at t=0 and a
+    rigid 4-GPU job at t=60 s.
+
+    With ``conf.env.resizable``, at t=60 s the waiting job does not fit the node, so the node
+    may double the elastic job (resize action of slot 0); the teacher does so with
+    ``conf.teacher.resize_gain_s`` set.
+    """
+    cl = make_cluster([{"gpu_type": "a100", "count": 1, "gpus": 4, "cpus": 32, "mem_gib": 256}])
+    wl = make_workload([0.0, 60.0], [8.0 * 36000, 4.0 * 360], [2, 4], elastic=([1, 4], [4, 4]))
+    return TeamEnv(cl, wl, tm, env_settings(conf.env), conf.env.max_steps)

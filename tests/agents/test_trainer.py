@@ -10,11 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers import fast_config, tiny_env, tiny_tm
+from helpers import fast_config, resize_env, tiny_env, tiny_tm
 
 from hetsched import __version__
 from hetsched.agents.acting import Acting
 from hetsched.agents.checkpoint import load_checkpoint
+from hetsched.agents.policy import MAIFSPolicy
 from hetsched.agents.teacher import SJFTeacher
 from hetsched.agents.trainer import Trainer
 
@@ -340,3 +341,35 @@ def test_a_worker_that_cannot_start_is_an_error_not_a_hang(tmp_path: Path) -> No
             workers.play([EpisodeSpec(0, 0, 0, "teacher")])
     finally:
         workers.close()
+
+
+def test_behaviour_cloning_learns_the_teachers_resize(tmp_path: Path) -> None:
+    cfg = fast_config(steps=0)  # behaviour cloning only
+    cfg.agent.env.resizable = True
+    cfg.agent.env.fungible = False  # one placement action per slot: the test is about resizing
+    cfg.agent.teacher.resize_gain_s = 0.0
+    b = cfg.agent.bc
+    b.episodes, b.dagger_rounds, b.dagger_episodes, b.epochs, b.lr = 4, 1, 2, 10, 3e-3
+    tm = tiny_tm()
+    env = resize_env(cfg.agent, tm)
+    torch.manual_seed(0)
+    tr = Trainer(cfg, tmp_path, throughput=tm, envs=[env])
+    assert tr.net.dims.resize_slots == cfg.agent.env.resident_slots
+
+    def resize_state() -> None:  # the elastic job runs; the 4-GPU job waits (t=60 s)
+        env.reset(np.random.default_rng(0))
+        env.step(SJFTeacher.for_agent(cfg.agent).act(env.core))
+        assert env.core.sim is not None and env.core.sim.time == pytest.approx(60.0)
+
+    resize_state()
+    grow = env.core.resize_offset
+    assert env.core.ma.mask[0, grow] == 1 and env.core.ma.mask[0, 1 : env.core.n_place].sum() == 0
+    assert SJFTeacher.for_agent(cfg.agent).act(env.core).tolist() == [grow]
+    assert SJFTeacher(resize_gain_s=None).act(env.core).tolist() == [0]  # never resizes
+    assert SJFTeacher(resize_gain_s=1e9).act(env.core).tolist() == [0]  # saves too little
+    tr.run()
+    resize_state()
+    assert Acting(tr.net, cfg.agent, greedy=True).step(env.core)["actions"].tolist() == [grow]
+    ck = sorted((tmp_path / "checkpoints").glob("bc_*.pt"))[-1]
+    pol = MAIFSPolicy(checkpoint=ck)
+    assert pol.conf.env.resizable and pol.net.dims.resize_slots == cfg.agent.env.resident_slots

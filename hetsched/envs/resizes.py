@@ -14,10 +14,13 @@ job may double again at the next decision step while room is left.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from numpy.typing import NDArray
 
 from hetsched.envs.core_state import CoreState
+from hetsched.envs.features import MaskArrays
 from hetsched.sim.allocation import Allocation
 
 
@@ -28,6 +31,14 @@ class ResizeRules(CoreState):
     def resize_offset(self) -> int:
         """Index of the first resize action (after the placements and any evictions)."""
         return self.n_place + (self.cfg.resident_slots if self.cfg.preemptive else 0)
+
+    def _with_slot_actions(self, ma: MaskArrays) -> MaskArrays:
+        """``ma`` with the eviction (preemptive) and resize (resizable) masks appended to its
+        placement masks, in that order."""
+        extra = [self._evict_mask()] if self.cfg.preemptive else []
+        if self.cfg.resizable:
+            extra.append(self._resize_mask(ma.mask))
+        return replace(ma, mask=np.hstack([ma.mask, *extra])) if extra else ma
 
     def _resize_mask(self, place_mask: NDArray[np.int8]) -> NDArray[np.int8]:
         """Legal resizes, shape (N, R) int8, given the placement masks ``place_mask`` (N, A_p)

@@ -8,8 +8,6 @@ documented in :mod:`hetsched.envs.core`.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 from numpy.typing import NDArray
 
@@ -205,11 +203,7 @@ class RoundFlow(CoreState):
                 self.node_up,
             )
             self._any_legal = None  # computed when first asked
-        extra = [self._evict_mask()] if self.cfg.preemptive else []
-        if self.cfg.resizable:
-            extra.append(self._resize_mask(self.ma.mask))
-        if extra:
-            self.ma = replace(self.ma, mask=np.hstack([self.ma.mask, *extra]))
+        self.ma = self._with_slot_actions(self.ma)
         self._obs_cache = self._common_cache = None
 
     def _may_fit(self, jobs: NDArray[np.int64]) -> bool:

@@ -93,7 +93,9 @@ class EvictionRules(CoreState):
     @property
     def any_action(self) -> bool:
         """Some agent has a legal placement, eviction or resize."""
-        return self.any_legal or bool(self.ma.mask[:, self.n_place :].any())
+        if self.any_legal:
+            return True
+        return self.n_actions > self.n_place and bool(self.ma.mask[:, self.n_place :].any())
 
     def release_entries(self, drop: NDArray[np.bool_]) -> Allocation:
         """Take the entries ``drop`` (a mask over :attr:`_cur`) off this round; free their

@@ -259,7 +259,7 @@ class SJFTeacher:
             self._place(core, actions)
         if self.evict_ratio is not None and core.cfg.preemptive and core.any_evictable:
             self._evict(core, actions, self.evict_ratio)
-        if self.resize_gain_s is not None and core.cfg.resizable and core.any_resizable:
+        if self.resize_gain_s is not None and core.any_resizable:
             self._resize(core, actions, self.resize_gain_s)
         return actions
 
@@ -274,7 +274,7 @@ class SJFTeacher:
         cur, wl = core.running(), core.wl
         e = np.where(legal, core.resident_entries(), 0)
         job, g = cur.job[e], cur.gpus[e]
-        nt = core.cluster.node_type[cur.node[e]]
+        nt = core.cluster.node_type[:, None]  # slot (n, r) is on node n
         rem = _seen_remaining(core)[job]
         now = core.tm.isolated(wl.model[job], nt, g, False)
         big = core.tm.isolated(wl.model[job], nt, 2 * g, False)

@@ -119,7 +119,8 @@ class ClaimResolver(CoreState):
     def resolve_claims(self, actions: NDArray[np.int64]) -> tuple[ClaimResult, int]:
         """Resolve one decision step of per-node actions (see the module docstring).
 
-        Claims are resolved first, then evictions (preemptive envs only; their count is
+        Claims are resolved first, then resizes (resizable envs only; their count is
+        ``ClaimResult.resized_jobs``), then evictions (preemptive envs only; their count is
         ``ClaimResult.evicted_jobs``).
 
         Args:
@@ -157,19 +158,26 @@ class ClaimResolver(CoreState):
     def _evict_and_resize(
         self, legal: NDArray[np.bool_], a: NDArray[np.int64], res: ClaimResult
     ) -> None:
-        """Apply the legal eviction, then resize actions of a step (after its claims)."""
+        """Apply the legal resize, then eviction actions of a step (after its claims).
+
+        Resizes go first: they keep every entry in place, so the resident slots the
+        evictions name stay the ones the agents saw (an eviction takes a job's entries off
+        every node, which shifts the slots of the nodes it shared). The order changes no
+        outcome: a resize uses only its own node's free resources, which an eviction can
+        only add to.
+        """
         if self.n_actions == self.n_place:
             return
         ro = self.resize_offset
+        rs = legal & (a >= ro)
+        if rs.any():
+            agents = rs.nonzero()[0]
+            res.resized_jobs = self._resize(agents, a[agents] - ro)
         ev = legal & (a >= self.n_place) & (a < ro)
         if ev.any():
             agents = ev.nonzero()[0]
             res.evicted_jobs = self._evict(agents, a[agents] - self.n_place)
             res.evicted[agents] = True
-        rs = legal & (a >= ro)
-        if rs.any():
-            agents = rs.nonzero()[0]
-            res.resized_jobs = self._resize(agents, a[agents] - ro)
 
     def _resolve_compiled(self, a: NDArray[np.int64]) -> tuple[ClaimResult, int]:
         """:meth:`resolve_claims` with the claims resolved by the compiled kernel

@@ -47,8 +47,8 @@ placement is.
 **Resizes** (``EnvSettings.resizable``). R more actions, after the placements and evictions,
 double the GPUs of the elastic job in resident slot ``r`` on the agent's node, when no waiting
 job could use them (rules in :mod:`hetsched.envs.resizes`). They are resolved after the claims
-and evictions of a step; like an eviction, a resize keeps the round going, and a round is
-shown while a resize is legal.
+of a step (before its evictions, which changes no outcome); like an eviction, a resize keeps
+the round going, and a round is shown while a resize is legal.
 
 **Stalls.** An episode is ``stalled`` (the envs truncate it) when waiting jobs can never be
 placed (nothing runs, nothing fits, no arrival or repair is to come), or after

@@ -7,8 +7,9 @@ job's whole allocation is this one entry (a gang is never resized) on exclusive 
 GPUs is within the job's ``max_gpus`` and has a positive isolated throughput on the node's GPU
 type, the node is up and has the GPUs, cores and memory free, and the agent has no legal
 placement: a resize only takes resources that no job waiting in the window could use on this
-node. Claims and evictions of a step are resolved first, then resizes; the engine charges the
-job's restart delay (its placement changed). A step that resizes keeps the round going, so a
+node. The claims of a step are resolved first, then resizes, then evictions (the order changes
+no outcome, see ``ClaimResolver._evict_and_resize``); the engine charges the job's restart
+delay (its placement changed). A step that resizes keeps the round going, so a
 job may double again at the next decision step while room is left.
 """
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from env_helpers import act, jobs, tiny_env
+from env_helpers import TM, TWO_NODES, act, jobs, tiny_env
 
 from hetsched.envs import ClusterParallelEnv, EnvSettings
 from hetsched.envs.testing import check_env_suite, small_env_kwargs
@@ -114,3 +114,26 @@ def test_resizes_pass_the_conformance_kit_in_both_multi_agent_ids() -> None:
         *_, infos = env.step(dict(zip(env.agents, a.tolist(), strict=True)))
         grown += int(next(iter(infos.values()))["resized_jobs"]) if infos else 0
     assert grown > 0
+
+
+def test_a_resize_and_an_eviction_in_one_step_act_on_the_slots_the_agents_saw() -> None:
+    # Three 4-GPU A100 nodes. X (6 GPUs, rigid) spans node_0 (4) and node_1 (2); Y (1 GPU,
+    # elastic up to 2) and W (1 GPU) follow on node_1 and node_2; Z (8 GPUs) arrives at t=120
+    # and fits nowhere, so node_0 may evict X while node_1 may grow Y (its slot 1).
+    wl = jobs([6, 1, 1, 8], arrival=[0.0, 0.0, 0.0, 120.0], seconds=3600.0)
+    wl.max_gpus[1] = 2
+    three = {**TWO_NODES, "nodes": [{**TWO_NODES["nodes"][0], "count": 3}]}
+    env = ClusterParallelEnv(
+        three, wl, throughput=TM, levels={"gpu": [1.0], "cpu": [1.0], "mem": [1.0]},
+        window=4, resizable=True, preemptive=True, advance="event",
+    )  # fmt: skip
+    env.reset(seed=0)
+    env.step(act(env, node_0=1, node_1=1))  # X's gang
+    env.step(act(env, node_1=1, node_2=2))  # Y on node_1, then W on node_2
+    assert env.core.sim is not None and env.core.sim.time == pytest.approx(120.0)
+    m = env.action_masks()
+    assert m[0, env.core.n_place] == 1 and m[1, _grow(env) + 1] == 1  # evict X; grow Y
+    res, _ = env.core.resolve_claims(np.array([env.core.n_place, _grow(env) + 1, 0]))
+    assert res.evicted_jobs == 1 and res.resized_jobs == 1 and not res.invalid.any()
+    a = env.core.round_allocation()
+    assert dict(zip(a.job.tolist(), a.gpus.tolist(), strict=True)) == {1: 2, 2: 1}

@@ -58,6 +58,7 @@ def env_settings(conf: AgentEnvConf) -> EnvSettings:
         preemptive=conf.preemptive,
         evict_max=conf.evict_max,
         resizable=conf.resizable,
+        migrate_speedup=conf.migrate_speedup,
     )
 
 

@@ -54,6 +54,8 @@ LEGACY: dict[tuple[str, str], object] = {
     ("teacher", "elastic_share"): False,
     ("env", "decision_order"): "confidence",
     ("env", "resizable"): False,
+    ("env", "migrate_speedup"): None,
+    ("teacher", "migrate_gain_s"): None,
 }
 
 

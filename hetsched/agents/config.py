@@ -74,6 +74,11 @@ class AgentEnvConf:
             double a running elastic job on its node when no waiting job could use the GPUs;
             the network gets a resize head). Checkpoints saved before this field existed load
             with false.
+        migrate_speedup: With ``preemptive``, evictions are also legal while nothing waits
+            when the job could move to a free node at least this many times as fast
+            (``EnvSettings.migrate_speedup``; the teacher's migrations,
+            ``teacher.migrate_gain_s``). None: off. Checkpoints saved before this field
+            existed load with None.
         identity: Show identity features (the GPU-type one-hot of the own node, the model
             one-hot of resident and window jobs). False zeroes them, so the network sees jobs
             and nodes only through throughput-relative features (the identity-features
@@ -100,6 +105,7 @@ class AgentEnvConf:
     identity: bool = True
     decision_order: str = "rate"
     resizable: bool = False
+    migrate_speedup: float | None = None
 
     def __post_init__(self) -> None:
         if self.decision_order not in DECISION_ORDERS:
@@ -133,6 +139,9 @@ class TeacherConf:
     than at its request (checkpoints saved before it existed load with false).
     ``resize_gain_s``: in an env with resize actions, double a running elastic job when that
     saves more than this many seconds (the teacher's step 5; null: never).
+    ``migrate_gain_s``: in a preemptive env with ``env.migrate_speedup``, move a running job
+    to a faster free node when that saves more than this many seconds (the teacher's step 4;
+    null: never; excludes ``evict_ratio``).
     """
 
     order: str = "sjf"
@@ -142,6 +151,7 @@ class TeacherConf:
     evict_wait_s: float = 7200.0
     elastic_share: bool = True
     resize_gain_s: float | None = None
+    migrate_gain_s: float | None = None
 
 
 @dataclass
@@ -434,6 +444,8 @@ class TeacherSchedulerConf:
     gpu_levels: list[float] = field(default_factory=lambda: list(AGENT_GPU_LEVELS))
     elastic_share: bool = TeacherConf.elastic_share
     resize_gain_s: float | None = TeacherConf.resize_gain_s
+    migrate_gain_s: float | None = TeacherConf.migrate_gain_s
+    migrate_speedup: float | None = AgentEnvConf.migrate_speedup
 
 
 def register_agent_configs() -> None:

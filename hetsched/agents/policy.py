@@ -26,7 +26,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from hetsched.agents.config import AGENT_GPU_LEVELS, MAX_IDLE_ROUNDS, TeacherConf
+from hetsched.agents.config import (
+    AGENT_GPU_LEVELS,
+    MAX_IDLE_ROUNDS,
+    AgentEnvConf,
+    MAIFSAgentConf,
+    TeacherConf,
+)
 from hetsched.agents.driver import StateCore
 from hetsched.agents.teacher import SJFTeacher
 from hetsched.baselines.base import BasePolicy
@@ -171,6 +177,10 @@ class TeacherPolicy(ActorPolicy):
         resize_gain_s: Act in the env with resize actions and double a running elastic job
             when that saves more than this many seconds (:class:`SJFTeacher`, step 5). None:
             no resize actions.
+        migrate_gain_s: Move a running job to a faster free node when that saves more than
+            this many seconds (:class:`SJFTeacher`, step 4); needs ``migrate_speedup``.
+        migrate_speedup: Act in the preemptive env with this ``EnvSettings.migrate_speedup``
+            (None: the plain env, no evictions).
     """
 
     def __init__(
@@ -185,7 +195,14 @@ class TeacherPolicy(ActorPolicy):
         gpu_levels: tuple[float, ...] | list[float] = AGENT_GPU_LEVELS,
         elastic_share: bool = TeacherConf.elastic_share,
         resize_gain_s: float | None = TeacherConf.resize_gain_s,
+        migrate_gain_s: float | None = TeacherConf.migrate_gain_s,
+        migrate_speedup: float | None = AgentEnvConf.migrate_speedup,
     ) -> None:
+        if migrate_gain_s is not None and migrate_speedup is None:
+            raise ValueError(
+                f"migrate_gain_s={migrate_gain_s!r} needs migrate_speedup (the env's rule for "
+                "when a running job may move); set both, or migrate_gain_s=None"
+            )
         t = SJFTeacher(
             order=order,
             min_rel_rate=min_rel_rate,
@@ -193,6 +210,7 @@ class TeacherPolicy(ActorPolicy):
             long_s=long_s,
             elastic_share=elastic_share,
             resize_gain_s=resize_gain_s,
+            migrate_gain_s=migrate_gain_s,
         )
         settings = EnvSettings(
             window=window,
@@ -200,8 +218,29 @@ class TeacherPolicy(ActorPolicy):
             round_s=round_s,
             levels=LevelSets(gpu=tuple(gpu_levels)),
             resizable=resize_gain_s is not None,
+            preemptive=migrate_speedup is not None,
+            migrate_speedup=migrate_speedup,
         )
         super().__init__(settings, t.act, "maifs_teacher", max_idle_rounds)
+
+    @classmethod
+    def for_agent(cls, conf: MAIFSAgentConf) -> TeacherPolicy:
+        """The teacher an agent config clones, as a scheduler (its ``teacher`` settings and
+        the env settings the teacher reads)."""
+        t, e = conf.teacher, conf.env
+        return cls(
+            e.window,
+            t.order,
+            t.min_rel_rate,
+            e.fungible,
+            t.long_s,
+            e.round_s,
+            gpu_levels=e.gpu_levels,
+            elastic_share=t.elastic_share,
+            resize_gain_s=t.resize_gain_s if e.resizable else None,
+            migrate_gain_s=t.migrate_gain_s if e.migrate_speedup is not None else None,
+            migrate_speedup=e.migrate_speedup,
+        )
 
 
 class MAIFSPolicy(ActorPolicy):

@@ -36,6 +36,14 @@ Rule, at every decision step:
    time, then the lowest node index. The freed node is offered to the queue at the next
    decision step, where step 3 places the waiting job; a job evicted this round is not placed
    again before the next round (with ``evict_ratio`` set, steps 1-3 skip it).
+   *Migrations* (only in the preemptive env with ``EnvSettings.migrate_speedup``, with
+   ``migrate_gain_s`` set): an agent with no action evicts the one-node job in its resident
+   slots whose estimated run time left (isolated rate at its GPUs) shortens most by moving to
+   a node that is free this step, of a GPU type the job allows, with its GPUs, cores and
+   memory free and no window job that could be placed there alone, if the time saved, less
+   the model's restart delay, exceeds ``migrate_gain_s``; one move per target node. The job
+   rejoins the window and step 3 places it on the fastest free node at the next decision
+   step. With migrations, long jobs need not wait for a fast GPU (``min_rel_rate=0``).
 5. Resizes (only in an env with ``resizable``, with ``resize_gain_s`` set): each agent with no
    action and a legal resize (the env allows one only where no waiting job fits the node)
    doubles the resident job whose estimated run time left (isolated rate at its GPUs where it
@@ -150,6 +158,9 @@ class SJFTeacher:
             (module docstring, step 1; False: at their request).
         resize_gain_s: Double a running elastic job when that saves more than this many
             seconds (module docstring, step 5; resizable env only). None: never resize.
+        migrate_gain_s: Move a running job to a faster free node when that saves more than
+            this many seconds (module docstring, step 4; an env with ``migrate_speedup``
+            only). None: never migrate.
     """
 
     def __init__(
@@ -162,9 +173,17 @@ class SJFTeacher:
         evict_wait_s: float = 2 * 3600.0,
         elastic_share: bool = True,
         resize_gain_s: float | None = None,
+        migrate_gain_s: float | None = None,
     ) -> None:
-        if resize_gain_s is not None and not resize_gain_s >= 0.0:
-            raise ValueError(f"resize_gain_s={resize_gain_s!r} must be >= 0 seconds (or None)")
+        for name, v in (("resize_gain_s", resize_gain_s), ("migrate_gain_s", migrate_gain_s)):
+            if v is not None and not v >= 0.0:
+                raise ValueError(f"{name}={v!r} must be >= 0 seconds (or None)")
+        if migrate_gain_s is not None and evict_ratio is not None:
+            raise ValueError(
+                "migrate_gain_s and evict_ratio exclude each other (a job evicted for a waiting "
+                "one waits a round; a migrated one is placed at once): set one to None"
+            )
+        self.migrate_gain_s = None if migrate_gain_s is None else float(migrate_gain_s)
         self.resize_gain_s = None if resize_gain_s is None else float(resize_gain_s)
         if order not in ("sjf", "arrival"):
             raise ValueError(f"order={order!r} must be 'sjf' or 'arrival'")
@@ -197,6 +216,7 @@ class SJFTeacher:
             t.evict_wait_s,
             t.elastic_share,
             t.resize_gain_s,
+            t.migrate_gain_s,
         )
 
     def gpu_levels(self, core: EnvCore) -> slice:
@@ -259,9 +279,59 @@ class SJFTeacher:
             self._place(core, actions)
         if self.evict_ratio is not None and core.cfg.preemptive and core.any_evictable:
             self._evict(core, actions, self.evict_ratio)
+        if self.migrate_gain_s is not None and core.any_evictable:
+            self._migrate(core, actions, self.migrate_gain_s)
         if self.resize_gain_s is not None and core.any_resizable:
             self._resize(core, actions, self.resize_gain_s)
         return actions
+
+    def _migrate(self, core: EnvCore, actions: NDArray[np.int64], gain_s: float) -> None:
+        """Step 4's migrations (module docstring): evictions written into ``actions`` (N,) of
+        the agents that have no action."""
+        assert core.sim is not None and core.wl is not None
+        if core.cfg.migrate_speedup is None:
+            return
+        legal = core.ma.mask[:, core.n_place : core.n_place + core.cfg.resident_slots] == 1
+        legal &= (actions == 0)[:, None]  # (N, R)
+        if not legal.any():
+            return
+        cur, wl, tm = core.running(), core.wl, core.tm
+        ns, rs = np.nonzero(legal)
+        e = core.resident_entries()[ns, rs]
+        job, g = cur.job[e], cur.gpus[e]
+        keep = np.bincount(cur.job, minlength=core.J)[job] == 1  # never a gang
+        ns, rs, e, job, g = ns[keep], rs[keep], e[keep], job[keep], g[keep]
+        if ns.size == 0:
+            return
+        nt = core.cluster.node_type
+        rem = _seen_remaining(core)[job]
+        here = tm.isolated(wl.model[job], nt[ns], g, False)
+        there = tm.isolated(wl.model[job][:, None], nt[None, :], g[:, None], False)  # (S, N)
+        # targets: free this step, up, room for the entry, nothing waiting fits there alone
+        target = (actions == 0) & core.node_up & ~core.ma.single.reshape(core.N, -1).any(axis=1)
+        room = (
+            target[None, :]
+            & (core.free_g[None, :] >= g[:, None])
+            & (core.free_c[None, :] >= cur.cpus[e][:, None] - EPS)
+            & (core.free_m[None, :] >= cur.mem[e][:, None] - EPS)
+            & wl.allowed_types[job][:, nt]
+        )
+        t_there = np.where(room & (there > 0), rem[:, None] / np.maximum(there, EPS), np.inf)
+        t_here = rem / np.maximum(here, EPS)
+        saved = t_here[:, None] - t_there - tm.restart_delay_s[wl.model[job]][:, None]
+        saved = np.where(there >= core.cfg.migrate_speedup * here[:, None], saved, -np.inf)
+        top = saved.max(axis=1)
+        cand = np.flatnonzero(top > gain_s)
+        used = np.zeros(core.N, dtype=bool)
+        moved = np.zeros(core.N, dtype=bool)
+        for i in cand[np.argsort(-top[cand], kind="stable")].tolist():  # most saved first
+            n = int(ns[i])
+            best = np.where(used, -np.inf, saved[i])
+            t = int(np.argmax(best))
+            if moved[n] or not best[t] > gain_s:
+                continue
+            actions[n] = core.n_place + int(rs[i])
+            moved[n] = used[t] = True
 
     def _resize(self, core: EnvCore, actions: NDArray[np.int64], gain_s: float) -> None:
         """Step 5 of the module docstring: resizes written into ``actions`` (N,) of the agents

@@ -493,13 +493,11 @@ class Trainer:
 
     def _baseline_factory(self) -> Callable[[], Any]:
         """Fresh policies of ``eval.baseline``: the teacher this run clones (its settings and
-        ``env.fungible``, as :meth:`SJFTeacher.for_agent`), or a scheduler preset."""
+        ``env.fungible``, :meth:`TeacherPolicy.for_agent`), or a scheduler preset."""
         if self.conf.eval.baseline == "teacher":
             from hetsched.agents.policy import TeacherPolicy
 
-            t, e = SJFTeacher.for_agent(self.conf), self.conf.env
-            a = (e.window, t.order, t.min_rel_rate, t.fungible, t.long_s)
-            return lambda: TeacherPolicy(*a, gpu_levels=e.gpu_levels, elastic_share=t.elastic_share)
+            return lambda: TeacherPolicy.for_agent(self.conf)
         try:
             return scheduler_factory(self.conf.eval.baseline)
         except ValueError as err:

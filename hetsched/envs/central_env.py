@@ -271,7 +271,7 @@ class ClusterCentralEnv(gymnasium.Env[NDArray[np.float32], np.int64]):
         self.core.require_episode("ClusterCentralEnv.action_masks()")
         return self._mask.astype(bool)
 
-    def render(self) -> str | NDArray[np.uint8] | None:  # type: ignore[override]
+    def render(self) -> str | NDArray[np.uint8] | None:  # type: ignore[override,unused-ignore]
         """``ansi`` text or an ``rgb_array`` image of the nodes (see the multi-agent env)."""
         if self.render_mode is None:
             return None

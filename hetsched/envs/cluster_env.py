@@ -104,7 +104,8 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
     **Eviction actions** (``preemptive=True``, registered as ``hetsched/ClusterPreempt-v0``):
     ``A = 1 + K L_g L_c L_m + R`` (293 with the defaults); action ``A - R + r`` evicts the job
     in the agent's resident slot ``r``. Legal iff the slot holds a job that was running when
-    the round started, the node is up and a job waits in the window. Claims are resolved
+    the round started, the node is up and a job waits in the window (with ``migrate_speedup``,
+    or the job could move to a free node that runs it that many times as fast). Claims are resolved
     first, then evictions: the job leaves every node that holds it (a gang too), its
     resources are free at the next decision step and it rejoins the waiting queue with its
     progress (the engine charges its restart delay when it runs again). A step that evicts
@@ -183,6 +184,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         resizable: Add the resize actions (see above).
         evict_max: With eviction actions, the most times one job may be evicted per episode
             (None: no limit).
+        migrate_speedup: With eviction actions, see ``EnvSettings.migrate_speedup``.
         stall_steps: Decision steps without progress after which the episode is truncated
             as stalled (None: never; see :class:`~hetsched.envs.spaces.EnvSettings`).
     """
@@ -221,6 +223,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         evict_max: int | None = None,
         stall_steps: int | None = EnvSettings.stall_steps,
         resizable: bool = False,
+        migrate_speedup: float | None = None,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
@@ -245,6 +248,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
             evict_max=evict_max,
             stall_steps=stall_steps,
             resizable=resizable,
+            migrate_speedup=migrate_speedup,
         )
         self.max_cycles = self.settings.max_cycles
         tm = resolve_throughput(throughput)

@@ -36,8 +36,9 @@ never interact (an agent claims one job per step, so nodes are disjoint). For on
 **Evictions** (``EnvSettings.preemptive``). Actions ``A_p .. A_p + R - 1`` after the ``A_p``
 placement actions evict the job in resident slot ``r`` of the agent's node. Legal iff the slot
 holds a job that was running when the round started (not one placed this round), the node is up
-and some job waits in the window (and, with ``evict_max``, the job was evicted fewer times
-than that this episode). In a decision step the claims are resolved first (against the
+and some job waits in the window, or (with ``migrate_speedup``) the job could move to a free
+node that runs it that many times as fast (and, with ``evict_max``, the job was evicted fewer
+times than that this episode). In a decision step the claims are resolved first (against the
 window the agents saw), then the evictions: the job's entries leave every node that holds it,
 their resources are free for the next decision step, and the job rejoins the waiting queue in
 its window order (it may be placed again this round). A step that evicts counts as acting, so

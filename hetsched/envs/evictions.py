@@ -72,9 +72,43 @@ class EvictionRules(CoreState):
                         "flag per job of the episode's workload"
                     )
                 m &= ~prot[job]
-        if not self.slot_ok.any():  # nothing waits: an eviction could only idle GPUs
-            m[:] = False
+        if not self.slot_ok.any():  # nothing waits: an eviction could only idle GPUs ...
+            if self.cfg.migrate_speedup is None or not m.any():
+                m[:] = False
+            else:  # ... unless the job can move to a faster node
+                m &= self._movable(np.where(m, ent, -1))
         return m.astype(np.int8)
+
+    def _movable(self, ent: NDArray[np.int64]) -> NDArray[np.bool_]:
+        """Which resident slots hold a job that could move now, shape (N, R), for the entries
+        ``ent`` (N, R) of :attr:`_cur` (-1: not asked): a one-entry job (never a gang) for
+        which another node that is up has its GPUs, cores and memory free, of a GPU type it
+        allows, with an isolated throughput at its GPU count at least ``migrate_speedup``
+        times that on its own node's type."""
+        assert self.wl is not None and self.cfg.migrate_speedup is not None
+        a, wl = self._cur, self.wl
+        out = np.zeros(ent.shape, dtype=bool)
+        ns, rs = np.nonzero(ent >= 0)
+        e = ent[ns, rs]
+        job = a.job[e]
+        keep = np.bincount(a.job, minlength=self.J)[job] == 1  # one entry: not a gang
+        ns, rs, e, job = ns[keep], rs[keep], e[keep], job[keep]
+        if ns.size == 0:
+            return out
+        nt = self.cluster.node_type
+        g = a.gpus[e]
+        here = self.tm.isolated(wl.model[job], nt[ns], g, False)  # (S,)
+        there = self.tm.isolated(wl.model[job][:, None], nt[None, :], g[:, None], False)
+        room = (
+            self.node_up[None, :]
+            & (self.free_g[None, :] >= g[:, None])
+            & (self.free_c[None, :] >= a.cpus[e][:, None] - 1e-9)
+            & (self.free_m[None, :] >= a.mem[e][:, None] - 1e-9)
+            & wl.allowed_types[job][:, nt]
+        )  # (S, N)
+        fast = there >= self.cfg.migrate_speedup * here[:, None]
+        out[ns, rs] = (room & fast & (here[:, None] > 0)).any(axis=1)
+        return out
 
     @property
     def evictions(self) -> NDArray[np.int64]:

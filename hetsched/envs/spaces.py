@@ -147,6 +147,12 @@ class EnvSettings:
             its restart delay when it runs again.
         evict_max: With ``preemptive``, a job may be evicted at most this many times per
             episode (its eviction actions are masked after that); None: no limit.
+        migrate_speedup: With ``preemptive``, an eviction is also legal while nothing waits
+            when the job could move: another node that is up has the GPUs, cores and memory
+            the job holds free, of a GPU type it allows, on which it runs at least this many
+            times as fast (isolated throughput at its GPU count). The agents then place it
+            there (a migration to a faster GPU, paid with the restart delay). None: evictions
+            only while jobs wait.
         resizable: Resize actions: each agent also has one action per resident slot, after
             the placement and eviction actions, that doubles the GPUs of the slot's elastic
             job on the agent's node when no waiting job could use them
@@ -172,6 +178,7 @@ class EnvSettings:
     validate_allocations: bool = False
     preemptive: bool = False
     evict_max: int | None = None
+    migrate_speedup: float | None = None
     stall_steps: int | None = 1000
     resizable: bool = False
 
@@ -190,6 +197,19 @@ class EnvSettings:
         if not isinstance(self.preemptive, bool | np.bool_):
             raise ValueError(f"preemptive={self.preemptive!r} must be true or false")
         object.__setattr__(self, "preemptive", bool(self.preemptive))
+        ms = self.migrate_speedup
+        if ms is not None:
+            if isinstance(ms, bool) or not (math.isfinite(float(ms)) and float(ms) > 1.0):
+                raise ValueError(
+                    f"migrate_speedup={ms!r} must be a number > 1 (how many times faster a "
+                    "free node must run a job for its eviction to be legal) or None (off)"
+                )
+            if not self.preemptive:
+                raise ValueError(
+                    "migrate_speedup needs preemptive=True (migrations are evictions); set "
+                    "preemptive=True or migrate_speedup=None"
+                )
+            object.__setattr__(self, "migrate_speedup", float(ms))
         if not isinstance(self.resizable, bool | np.bool_):
             raise ValueError(f"resizable={self.resizable!r} must be true or false")
         object.__setattr__(self, "resizable", bool(self.resizable))

@@ -191,6 +191,38 @@ def test_teacher_waits_for_a_faster_type_only_where_one_node_of_it_could_host_th
         assert started_on_t4 is not waits
 
 
+def test_teacher_with_migrations_starts_a_long_job_on_a_slow_gpu_and_moves_it() -> None:
+    """Where the waiting teacher leaves the T4 idle until the A100 is free, the migrating one
+    starts the long job on the T4 at once and moves it to the A100 when that frees: no idle
+    GPU while it waits, one restart, an earlier finish."""
+    tm = tiny_tm()  # model 0 runs 4x faster on an A100 than on a T4
+    cl = make_cluster(
+        [
+            {"gpu_type": "t4", "count": 1, "gpus": 2, "cpus": 32, "mem_gib": 128},
+            {"gpu_type": "a100", "count": 1, "gpus": 2, "cpus": 32, "mem_gib": 128},
+        ]
+    )
+    wl = make_workload([0.0, 1.0], [1e4, 1e6], [2, 2])  # job 0 short, takes the A100 first
+    wait = _run(TeacherPolicy(window=4), cl, wl, tm)
+    pol = TeacherPolicy(window=4, min_rel_rate=0.0, migrate_gain_s=300.0, migrate_speedup=1.25)
+    move = _run(pol, cl, wl, tm)
+    assert wait.start_time[1] >= wait.finish_time[0]  # waited for the A100
+    assert move.start_time[1] < move.finish_time[0]  # started on the T4 at once
+    assert int(move.restarts[1]) == 1 and int(wait.restarts[1]) == 0  # moved once
+    assert move.finish_time[1] < wait.finish_time[1]
+    with pytest.raises(ValueError, match="needs migrate_speedup"):
+        TeacherPolicy(migrate_gain_s=300.0)
+
+
+def test_teacher_policy_for_agent_carries_the_runs_teacher_and_env_settings() -> None:
+    conf = fast_config().agent
+    conf.env.preemptive, conf.env.migrate_speedup = True, 1.5
+    conf.teacher.migrate_gain_s, conf.teacher.min_rel_rate = 120.0, 0.0
+    pol = TeacherPolicy.for_agent(conf)
+    assert pol.settings.preemptive and pol.settings.migrate_speedup == 1.5
+    assert env_settings(conf.env).migrate_speedup == 1.5
+
+
 def _first_fit(core: EnvCore) -> np.ndarray:
     """Place the first window job that fits one node at its request on the lowest such node."""
     a = np.zeros(core.N, dtype=np.int64)

@@ -1,0 +1,110 @@
+"""Migrations in the preemptive env (``EnvSettings.migrate_speedup``): an eviction is legal while
+nothing waits when the job could run faster on a free node, and the agents place it there."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from env_helpers import TM, TWO_NODES, act, jobs
+
+from hetsched.agents.teacher import SJFTeacher
+from hetsched.envs import ClusterParallelEnv, EnvSettings
+from hetsched.envs.testing import check_env_suite, small_env_kwargs
+
+#: node_0: 4 K80 GPUs (cifar10 runs 7.3x slower there than on an A100); node_1: 4 A100 GPUs.
+SLOW_FAST: dict[str, Any] = {
+    "name": "k80_a100",
+    "nodes": [
+        {**TWO_NODES["nodes"][0], "gpu_type": "k80", "count": 1},
+        {**TWO_NODES["nodes"][0], "gpu_type": "a100", "count": 1},
+    ],
+}
+
+
+def _env(speedup: float | None) -> ClusterParallelEnv:
+    """j0 (1 GPU, 2 h on an A100) and j1 (4 GPUs, 10 min) at t=0 on :data:`SLOW_FAST`."""
+    wl = jobs([1, 4], seconds=600.0)
+    wl.work[0] *= 12.0
+    env = ClusterParallelEnv(
+        SLOW_FAST, wl, throughput=TM, levels={"gpu": [1.0], "cpu": [1.0], "mem": [1.0]},
+        window=2, preemptive=True, migrate_speedup=speedup, advance="event",
+    )  # fmt: skip
+    env.reset(seed=0)
+    return env
+
+
+def _start(env: ClusterParallelEnv) -> None:
+    """j1 on the A100 node, j0 on the K80 node; run until j1 finishes and node_1 is free."""
+    env.step(act(env, node_0=1, node_1=2))
+    while env.core.free_g[1] < 4:
+        env.step(act(env))
+    assert env.core.sim is not None and env.core.pending.size == 0  # nothing waits
+
+
+@pytest.mark.parametrize("speedup", [None, 1.25, 10.0])
+def test_an_eviction_is_legal_while_nothing_waits_only_to_move_faster(
+    speedup: float | None,
+) -> None:
+    env = _env(speedup)
+    _start(env)
+    legal = bool(env.action_masks()[0, env.core.n_place])
+    assert legal == (speedup == 1.25)  # the A100 is 7.3x the K80: more than 1.25, not 10
+    assert not env.action_masks()[1, env.core.n_place :].any()  # nothing runs on node_1
+
+
+def test_a_migrated_job_moves_to_the_faster_node_and_finishes_sooner() -> None:
+    ends = {}
+    for move in (False, True):
+        env = _env(1.25)
+        _start(env)
+        if move:
+            env.step(act(env, node_0=env.core.n_place))  # evict j0: it waits in the window
+            assert env.core.pending.tolist() == [0]
+            *_, infos = env.step(act(env, node_1=1))  # the A100 node claims it at once
+            assert infos["node_1"]["placed"] == 1
+        while env.agents:
+            env.step(act(env))
+        assert env.core.sim is not None
+        ends[move] = float(env.core.sim.finish_time[0])
+        assert int(env.core.sim.restarts[0]) == int(move)  # the move pays one restart
+    # 10 min on the K80 (at 1/7.3 of the A100's rate), a 50 s restart, the rest on the A100
+    assert ends[True] == pytest.approx(600.0 + 50.0 + 7200.0 - 600.0 * 843.56 / 6135.38)
+    assert ends[True] < 0.5 * ends[False]
+
+
+def test_the_teacher_migrates_when_the_saving_exceeds_its_threshold() -> None:
+    env = _env(1.25)
+    _start(env)
+    evict = env.core.n_place
+    assert SJFTeacher(min_rel_rate=0.0, migrate_gain_s=60.0).act(env.core).tolist() == [evict, 0]
+    assert SJFTeacher(min_rel_rate=0.0, migrate_gain_s=1e6).act(env.core).tolist() == [0, 0]
+    assert SJFTeacher(min_rel_rate=0.0).act(env.core).tolist() == [0, 0]  # no migrations
+    env.step(act(env, node_0=evict))
+    assert SJFTeacher(min_rel_rate=0.0, migrate_gain_s=60.0).act(env.core).tolist() == [0, 1]
+
+
+def test_migration_settings_are_checked() -> None:
+    with pytest.raises(ValueError, match="migrate_speedup needs preemptive=True"):
+        EnvSettings(migrate_speedup=1.5)
+    with pytest.raises(ValueError, match="migrate_speedup=1.0 must be a number > 1"):
+        EnvSettings(preemptive=True, migrate_speedup=1.0)
+    with pytest.raises(ValueError, match="exclude each other"):
+        SJFTeacher(evict_ratio=2.0, migrate_gain_s=60.0)
+    with pytest.raises(ValueError, match="migrate_gain_s=-1.0 must be >= 0"):
+        SJFTeacher(migrate_gain_s=-1.0)
+
+
+def test_migrations_pass_the_conformance_kit() -> None:
+    kw = small_env_kwargs(migrate_speedup=1.25)
+    report = check_env_suite(["hetsched/ClusterPreempt-v0"], env_kwargs=kw, sb3=False)
+    assert all("pettingzoo.parallel_api_test" in v for v in report.values())
+    env = ClusterParallelEnv(**kw, preemptive=True)
+    env.reset(seed=3)
+    rng = np.random.default_rng(0)
+    while env.agents:  # random legal play with migrations: allocations stay valid
+        m = env.action_masks()
+        a = (rng.random(m.shape) * m).argmax(1)
+        env.step(dict(zip(env.agents, a.tolist(), strict=True)))
+    assert env.core.sim is not None and env.core.sim.done

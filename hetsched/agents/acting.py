@@ -34,7 +34,7 @@ from hetsched.agents.coordination import (
     ordered_actions,
 )
 from hetsched.agents.network import MAIFSNet, NetDims
-from hetsched.agents.teacher import best_alone_tput, window_tput
+from hetsched.agents.teacher import best_alone_tput, share_guard, window_tput
 from hetsched.envs.core import EnvCore
 from hetsched.envs.features import ObsLayout
 from hetsched.envs.rewards import REWARD_TERMS
@@ -138,6 +138,8 @@ def masks_and_binding(
         keep = np.zeros(ma.legal.shape[2:], dtype=bool)
         keep[g1, c1, m1] = True
         mask[:, 1:P] &= np.tile(keep.ravel(), core.K).astype(np.int8)[None, :]
+    if conf.share_guard:
+        mask[:, 1:P] &= share_guard(core).reshape(core.N, -1)
     bind = None
     if conf.work_conserving:
         bind = binding_claims(core, conf, single, rates)
@@ -152,19 +154,23 @@ def binding_claims(
     single-node claims, except (with ``conf.wait_below > 0``) claims of a job that would run
     on the agent's GPU type at less than ``wait_below`` times the best isolated throughput one
     node of the cluster could give it (:func:`hetsched.agents.teacher.best_alone_tput`): for
-    those the agent may wait for a faster GPU. ``rates``: :func:`window_rates` if already
+    those the agent may wait for a faster GPU. With ``conf.gang_binding`` the claims of a job no
+    node can host alone (a gang) bind too. ``rates``: :func:`window_rates` if already
     computed."""
     P = core.n_place
     bind = single[:, : P - 1]
-    if not conf.wait_below > 0:
-        return bind
-    if rates is None:
-        rates = window_rates(core)
-    if rates is None:
-        return bind
-    tput, best = rates
-    fast = tput >= conf.wait_below * best[None, :]
-    return bind & np.repeat(fast, (P - 1) // core.K, axis=1)
+    if conf.wait_below > 0:
+        if rates is None:
+            rates = window_rates(core)
+        if rates is not None:
+            tput, best = rates
+            fast = tput >= conf.wait_below * best[None, :]
+            bind = bind & np.repeat(fast, (P - 1) // core.K, axis=1)
+    if conf.gang_binding:  # claims of jobs no node can host alone bind too
+        L = (P - 1) // core.K
+        gang_only = ~single[:, : P - 1].reshape(core.N, core.K, L).any(axis=(0, 2))  # (K,)
+        bind = bind | np.repeat(gang_only, L)[None, :]
+    return bind
 
 
 def rate_priority(
@@ -288,7 +294,7 @@ class Acting:
             )
             eff = mask.astype(bool)
         else:
-            if not self.conf.env.wait_below > 0:
+            if not (env.wait_below > 0 or env.gang_binding):
                 bind = None  # every single-node claim binds: pass once every claim is taken
             actions, eff = ordered_actions(
                 lg,
@@ -300,6 +306,7 @@ class Acting:
                 extra=extra,
                 binding=bind,
                 priority=rate_priority(core, mask, rates) if by_rate else None,
+                gang_type=core.cluster.node_type if env.gang_binding else None,
             )
         if not (actions > 0).any() and core.any_legal and core.round_allocation().size == 0:
             # The joint no-op is not an action on an idle cluster (module docstring).

@@ -55,6 +55,8 @@ LEGACY: dict[tuple[str, str], object] = {
     ("env", "decision_order"): "confidence",
     ("env", "resizable"): False,
     ("env", "migrate_speedup"): None,
+    ("env", "gang_binding"): False,
+    ("env", "share_guard"): False,
     ("teacher", "migrate_gain_s"): None,
 }
 

@@ -74,6 +74,19 @@ class AgentEnvConf:
             double a running elastic job on its node when no waiting job could use the GPUs;
             the network gets a resize head). Checkpoints saved before this field existed load
             with false.
+        gang_binding: With ``work_conserving``, claims of a job that no node can host alone
+            (a gang) bind too, and once an agent claims a job as a gang the later agents of
+            its GPU type may not claim another job as a gang
+            (:func:`hetsched.agents.coordination.ordered_actions`): gangs fill instead of
+            GPUs idling while they wait. Checkpoints saved before this field existed load
+            with false.
+        share_guard: A claim may not take so many CPU cores or so much memory that the
+            node's other free GPUs are left less than the node's cores (memory) per GPU,
+            unless every legal claim of that job on that node would
+            (:func:`hetsched.agents.teacher.share_guard`; the teacher claims under it too):
+            fungible resources beyond a GPU's share come only from what no GPU of the node
+            needs, so no GPU is stranded. Checkpoints saved before this field existed load
+            with false.
         migrate_speedup: With ``preemptive``, evictions are also legal while nothing waits
             when the job could move to a free node at least this many times as fast
             (``EnvSettings.migrate_speedup``; the teacher's migrations,
@@ -106,6 +119,8 @@ class AgentEnvConf:
     decision_order: str = "rate"
     resizable: bool = False
     migrate_speedup: float | None = None
+    gang_binding: bool = False
+    share_guard: bool = False
 
     def __post_init__(self) -> None:
         if self.decision_order not in DECISION_ORDERS:
@@ -446,6 +461,7 @@ class TeacherSchedulerConf:
     resize_gain_s: float | None = TeacherConf.resize_gain_s
     migrate_gain_s: float | None = TeacherConf.migrate_gain_s
     migrate_speedup: float | None = AgentEnvConf.migrate_speedup
+    share_guard: bool = AgentEnvConf.share_guard
 
 
 def register_agent_configs() -> None:

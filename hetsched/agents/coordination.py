@@ -84,6 +84,7 @@ def ordered_actions(
     extra: int = 0,
     binding: NDArray[np.bool_] | None = None,
     priority: NDArray[np.float64] | None = None,
+    gang_type: NDArray[np.int64] | None = None,
 ) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
     """Ordered decision: sample (or argmax) agent by agent, masking claimed jobs for neighbours.
 
@@ -103,6 +104,10 @@ def ordered_actions(
             the agent's binding claims are all taken (None: once every claim is taken).
         priority: Decision order, shape (N,): higher decides first; ties (and None: all) to
             the most confident agent, then the lowest index.
+        gang_type: Each agent's GPU type, shape (N,), to open gangs (``agent.env.gang_binding``):
+            once an agent claims a job as a gang, the later agents of its GPU type may not
+            claim another job as a gang, so they fill that one instead of splitting between
+            two that neither fill (None: no such masking).
 
     Returns:
         ``(actions (N,), effective masks (N, A))``: the mask each agent decided under.
@@ -120,9 +125,14 @@ def ordered_actions(
     keys = (np.arange(N), -best) if priority is None else (np.arange(N), -best, -priority)
     order = np.lexsort(keys)
     taken = np.zeros((N, window), dtype=bool)  # job k already claimed, as seen by agent i
+    gang_open: dict[int, int] = {}  # GPU type -> the job slot claimed there as a gang
+    slots = np.arange(P - 1) // L
     for i in order.tolist():  # one pass over the agents
-        if taken[i].any():
-            eff[i, 1:P] &= ~np.repeat(taken[i], L)
+        cut = np.repeat(taken[i], L)
+        if gang_type is not None and int(gang_type[i]) in gang_open:
+            cut |= ~single[i, : P - 1] & (slots != gang_open[int(gang_type[i])])
+        if cut.any():
+            eff[i, 1:P] &= ~cut
             if binding is not None:  # its binding claims taken: passing is legal again
                 eff[i, 0] |= not (eff[i, 1:P] & binding[i]).any()
             elif not eff[i].any():  # every claim taken: passing is legal again
@@ -130,9 +140,12 @@ def ordered_actions(
         row = np.where(eff[i], logits[i], NEG)
         a = int(_pick(row[None, :], rng)[0])
         actions[i] = a
-        if 0 < a < P and single[i, a - 1]:
+        if 0 < a < P:
             k = (a - 1) // L
-            taken[adj[i], k] = True
+            if single[i, a - 1]:
+                taken[adj[i], k] = True
+            elif gang_type is not None:
+                gang_open.setdefault(int(gang_type[i]), k)
     return actions, eff
 
 

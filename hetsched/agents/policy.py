@@ -34,7 +34,7 @@ from hetsched.agents.config import (
     TeacherConf,
 )
 from hetsched.agents.driver import StateCore
-from hetsched.agents.teacher import SJFTeacher
+from hetsched.agents.teacher import SJFTeacher, share_guard
 from hetsched.baselines.base import BasePolicy
 from hetsched.envs.core import EnvCore
 from hetsched.envs.spaces import EnvSettings, LevelSets
@@ -181,6 +181,7 @@ class TeacherPolicy(ActorPolicy):
             this many seconds (:class:`SJFTeacher`, step 4); needs ``migrate_speedup``.
         migrate_speedup: Act in the preemptive env with this ``EnvSettings.migrate_speedup``
             (None: the plain env, no evictions).
+        share_guard: Claim only at levels that strand no GPU (:func:`share_guard`).
     """
 
     def __init__(
@@ -197,6 +198,7 @@ class TeacherPolicy(ActorPolicy):
         resize_gain_s: float | None = TeacherConf.resize_gain_s,
         migrate_gain_s: float | None = TeacherConf.migrate_gain_s,
         migrate_speedup: float | None = AgentEnvConf.migrate_speedup,
+        share_guard: bool = AgentEnvConf.share_guard,
     ) -> None:
         if migrate_gain_s is not None and migrate_speedup is None:
             raise ValueError(
@@ -211,6 +213,7 @@ class TeacherPolicy(ActorPolicy):
             elastic_share=elastic_share,
             resize_gain_s=resize_gain_s,
             migrate_gain_s=migrate_gain_s,
+            share_guard=share_guard,
         )
         settings = EnvSettings(
             window=window,
@@ -240,6 +243,7 @@ class TeacherPolicy(ActorPolicy):
             resize_gain_s=t.resize_gain_s if e.resizable else None,
             migrate_gain_s=t.migrate_gain_s if e.migrate_speedup is not None else None,
             migrate_speedup=e.migrate_speedup,
+            share_guard=e.share_guard,
         )
 
 

@@ -143,6 +143,41 @@ def preemption_room(
     )
 
 
+def share_guard(core: EnvCore) -> NDArray[np.bool_]:
+    """Claims that leave a node's other free GPUs their share of its CPU cores and memory,
+    shape (N, K, L_g, L_c, L_m) (``agent.env.share_guard``).
+
+    A claim passes iff the cores and memory it takes leave at least the node's cores (memory)
+    per GPU times the GPUs it leaves free that the other window jobs could use (at most the
+    sum of their ``min_gpus`` over the jobs whose GPU types include the node's). A gang member is counted with the GPUs it
+    can give at the claim's levels (its free GPUs, its cores and memory over the levels' per-GPU
+    amounts, at most the job's GPUs). Every level of a (node, job) pair none of whose legal
+    claims would pass stays legal: the guard never makes a job unplaceable on a node, it only
+    takes away the levels that strand GPUs (free GPUs no job can use for want of cores or
+    memory) where others exist.
+    """
+    assert core.jt is not None
+    ma, cl = core.ma, core.cluster
+    w = np.where(core.slot_ok, core.window, 0)
+    G = core.jt.gpu_count[w].astype(np.float64)[None, :, :, None, None]  # (1, K, L_g, 1, 1)
+    cpg = ma.cpu_per_gpu[:, :, None, :, None]  # (N, K, 1, L_c, 1)
+    mpg = ma.mem_per_gpu[:, :, None, None, :]  # (N, K, 1, 1, L_m)
+    fg, fc, fm = (x[:, None, None, None, None] for x in (core.free_g, core.free_c, core.free_m))
+    cap = np.minimum(fg, np.minimum(np.floor(fc / cpg + EPS), np.floor(fm / mpg + EPS)))
+    give = np.minimum(G, np.maximum(cap, 0.0))  # GPUs the claim takes on this node
+    assert core.wl is not None
+    need = np.where(core.slot_ok, core.wl.min_gpus[w], 0)[None, :]  # (1, K)
+    need = need * core.wl.allowed_types[w][:, cl.node_type].T  # (N, K): usable on each node
+    others = (need.sum(axis=1, keepdims=True) - need)[:, :, None, None, None]
+    left = np.minimum(fg - give, others)  # free GPUs left that other waiting jobs could use
+    per_c = (cl.node_cpus / cl.node_gpus)[:, None, None, None, None]
+    per_m = (cl.node_mem / cl.node_gpus)[:, None, None, None, None]
+    ok_c: NDArray[np.bool_] = fc - give * cpg >= left * per_c - EPS
+    ok: NDArray[np.bool_] = ok_c & (fm - give * mpg >= left * per_m - EPS)
+    some = np.asarray((ma.legal & ok).reshape(core.N, core.K, -1).any(axis=2), dtype=bool)
+    return np.asarray(ok | ~some[:, :, None, None, None], dtype=bool)  # some: (N, K)
+
+
 class SJFTeacher:
     """Teacher actions for an :class:`EnvCore` (see the module docstring).
 
@@ -161,6 +196,8 @@ class SJFTeacher:
         migrate_gain_s: Move a running job to a faster free node when that saves more than
             this many seconds (module docstring, step 4; an env with ``migrate_speedup``
             only). None: never migrate.
+        share_guard: Claim only at levels :func:`share_guard` allows (the agent's
+            ``env.share_guard``), so that its labels are actions of the agent.
     """
 
     def __init__(
@@ -174,7 +211,9 @@ class SJFTeacher:
         elastic_share: bool = True,
         resize_gain_s: float | None = None,
         migrate_gain_s: float | None = None,
+        share_guard: bool = False,
     ) -> None:
+        self.share_guard = bool(share_guard)
         for name, v in (("resize_gain_s", resize_gain_s), ("migrate_gain_s", migrate_gain_s)):
             if v is not None and not v >= 0.0:
                 raise ValueError(f"{name}={v!r} must be >= 0 seconds (or None)")
@@ -217,6 +256,7 @@ class SJFTeacher:
             t.elastic_share,
             t.resize_gain_s,
             t.migrate_gain_s,
+            conf.env.share_guard,
         )
 
     def gpu_levels(self, core: EnvCore) -> slice:
@@ -249,6 +289,8 @@ class SJFTeacher:
         only = np.zeros((lg, lc_n), dtype=bool)  # the GPU and CPU levels the teacher may use
         only[self.gpu_levels(core), slice(None) if self.fungible else slice(c1, c1 + 1)] = True
         single = ma.single[:, :, :, :, m1] & only  # (N, K, Lg, Lc)
+        if self.share_guard:
+            single = single & share_guard(core)[..., m1]  # (recomputed by _place's gangs)
         # Prefer the highest phi; among equal phi, the smallest CPU level (leaves CPU for others).
         lc = np.asarray(core.cfg.levels.cpu)
         score = np.where(single, phi[:, :, None, :] - 1e-6 * lc, -np.inf)  # (N, K, Lg, Lc)
@@ -378,6 +420,7 @@ class SJFTeacher:
             slots = slots[np.lexsort((est[slots], key[slots]))]
         taken = np.zeros(N, dtype=bool)
         legal = core.ma.legal
+        guard = share_guard(core) if self.share_guard else None
         levels = self.gpu_levels(core)
         for k in slots.tolist():  # at most K jobs per step
             r = np.where(taken, 0.0, rate[:, k])
@@ -392,6 +435,8 @@ class SJFTeacher:
             if core.ma.single[:, k, levels].any():
                 continue  # hosts at a GPU count it may use exist but are taken this step
             gang = legal[:, k, g1, c1, m1] & ~taken
+            if guard is not None:
+                gang &= guard[:, k, g1, c1, m1]
             if not gang.any():
                 continue
             cap = np.bincount(nt[gang], weights=core.free_g[gang], minlength=int(nt.max()) + 1)

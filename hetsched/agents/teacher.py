@@ -149,7 +149,8 @@ def share_guard(core: EnvCore) -> NDArray[np.bool_]:
 
     A claim passes iff the cores and memory it takes leave at least the node's cores (memory)
     per GPU times the GPUs it leaves free that the other window jobs could use (at most the
-    sum of their ``min_gpus`` over the jobs whose GPU types include the node's). A gang member is counted with the GPUs it
+    sum of their ``min_gpus`` over the jobs whose GPU types include the node's; for a gang
+    claim, every GPU it leaves free). A gang member is counted with the GPUs it
     can give at the claim's levels (its free GPUs, its cores and memory over the levels' per-GPU
     amounts, at most the job's GPUs). Every level of a (node, job) pair none of whose legal
     claims would pass stays legal: the guard never makes a job unplaceable on a node, it only
@@ -169,7 +170,9 @@ def share_guard(core: EnvCore) -> NDArray[np.bool_]:
     need = np.where(core.slot_ok, core.wl.min_gpus[w], 0)[None, :]  # (1, K)
     need = need * core.wl.allowed_types[w][:, cl.node_type].T  # (N, K): usable on each node
     others = (need.sum(axis=1, keepdims=True) - need)[:, :, None, None, None]
-    left = np.minimum(fg - give, others)  # free GPUs left that other waiting jobs could use
+    # free GPUs left that other waiting jobs could use; a gang member's are always counted (a
+    # level whose cores or memory cut the GPUs a member gives leaves the rest stranded)
+    left = np.where(ma.single, np.minimum(fg - give, others), fg - give)
     per_c = (cl.node_cpus / cl.node_gpus)[:, None, None, None, None]
     per_m = (cl.node_mem / cl.node_gpus)[:, None, None, None, None]
     ok_c: NDArray[np.bool_] = fc - give * cpg >= left * per_c - EPS

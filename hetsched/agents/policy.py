@@ -34,7 +34,7 @@ from hetsched.agents.config import (
     TeacherConf,
 )
 from hetsched.agents.driver import StateCore
-from hetsched.agents.teacher import SJFTeacher, share_guard
+from hetsched.agents.teacher import SJFTeacher
 from hetsched.baselines.base import BasePolicy
 from hetsched.envs.core import EnvCore
 from hetsched.envs.spaces import EnvSettings, LevelSets
@@ -181,7 +181,8 @@ class TeacherPolicy(ActorPolicy):
             this many seconds (:class:`SJFTeacher`, step 4); needs ``migrate_speedup``.
         migrate_speedup: Act in the preemptive env with this ``EnvSettings.migrate_speedup``
             (None: the plain env, no evictions).
-        share_guard: Claim only at levels that strand no GPU (:func:`share_guard`).
+        share_guard: Claim only at levels that strand no GPU
+            (:func:`hetsched.agents.teacher.share_guard`).
     """
 
     def __init__(

@@ -61,22 +61,28 @@ def test_scheduler_preset_takes_a_checkpoint() -> None:
     assert cfg.scheduler.maifs._target_ == "hetsched.agents.policy.MAIFSPolicy"
 
 
-def test_teacher_preset_takes_its_defaults_from_the_agent_schema() -> None:
-    from hetsched.agents.config import AgentEnvConf, TeacherConf
-
+def test_teacher_preset_is_the_teacher_of_the_agent_recipe() -> None:
+    """``scheduler=maifs_teacher`` is the teacher that ``agent=maifs`` clones, with the env
+    settings it reads (the recipe's values, not only the schema's defaults)."""
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
         cfg = compose("evaluate", overrides=["scheduler=maifs_teacher"])
-    t = cfg.scheduler.maifs_teacher
-    assert (t.window, t.round_s, t.fungible) == (
-        AgentEnvConf.window,
-        AgentEnvConf.round_s,
-        AgentEnvConf.fungible,
+        agent = compose("train", overrides=["agent=maifs"]).agent
+    t, e, tc = cfg.scheduler.maifs_teacher, agent.env, agent.teacher
+    assert (t.window, t.round_s, t.fungible, t.gpu_levels) == (
+        e.window,
+        e.round_s,
+        e.fungible,
+        e.gpu_levels,
     )
-    assert (t.order, t.min_rel_rate, t.long_s) == (
-        TeacherConf.order,
-        TeacherConf.min_rel_rate,
-        TeacherConf.long_s,
+    assert (t.order, t.min_rel_rate, t.long_s, t.elastic_share, t.migrate_gain_s) == (
+        tc.order,
+        tc.min_rel_rate,
+        tc.long_s,
+        tc.elastic_share,
+        tc.migrate_gain_s,
     )
+    assert (t.migrate_speedup, t.share_guard) == (e.migrate_speedup, e.share_guard)
+    assert e.preemptive and t.migrate_gain_s is not None  # the recipe migrates
 
 
 def test_quick_preset_caps_every_phase() -> None:

@@ -144,7 +144,8 @@ def test_training_app_end_to_end(tmp_path: Path) -> None:
     # A bc_ checkpoint after each round that crosses checkpoint_every (the last at the end).
     assert 1 <= len(bc) <= 2 and len(steps) >= 2 and steps[-1] >= 48, sorted(names)
     ck = torch.load(out, weights_only=True)
-    assert ck["env_id"] == "hetsched/Cluster-v0" and ck["package_version"] == __version__
+    # the recipe (conf/agent/maifs.yaml) acts in the preemptive env, for its migrations
+    assert ck["env_id"] == "hetsched/ClusterPreempt-v0" and ck["package_version"] == __version__
     assert ck["config"]["eval"]["workload_kwargs"] == {"start": 55000, "num_jobs": 8}
     # One step axis for every tag: env steps, never decreasing, never past the run's end.
     last = int(steps[-1])

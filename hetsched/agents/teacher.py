@@ -268,9 +268,12 @@ class SJFTeacher:
         g1 = core.cfg.levels.one_index[0]
         return slice(None) if self.fungible and self.elastic_share else slice(g1, g1 + 1)
 
-    def rates(self, core: EnvCore) -> tuple[F64, NDArray[np.int64], NDArray[np.int64]]:
+    def rates(
+        self, core: EnvCore, guard: NDArray[np.bool_] | None = None
+    ) -> tuple[F64, NDArray[np.int64], NDArray[np.int64]]:
         """Rate of each (node, slot) at its GPU level (the request, or the elastic share) and
-        best CPU level, and those levels.
+        best CPU level, and those levels. ``guard``: :func:`share_guard` of ``core`` if already
+        computed (used only with ``share_guard``).
 
         Returns:
             ``(rate, cpu_level, gpu_level)``, each shape (N, K); rate 0 where the job cannot
@@ -293,7 +296,8 @@ class SJFTeacher:
         only[self.gpu_levels(core), slice(None) if self.fungible else slice(c1, c1 + 1)] = True
         single = ma.single[:, :, :, :, m1] & only  # (N, K, Lg, Lc)
         if self.share_guard:
-            single = single & share_guard(core)[..., m1]  # (recomputed by _place's gangs)
+            guard = share_guard(core) if guard is None else guard
+            single = single & guard[..., m1]
         # Prefer the highest phi; among equal phi, the smallest CPU level (leaves CPU for others).
         lc = np.asarray(core.cfg.levels.cpu)
         score = np.where(single, phi[:, :, None, :] - 1e-6 * lc, -np.inf)  # (N, K, Lg, Lc)
@@ -340,42 +344,28 @@ class SJFTeacher:
         legal &= (actions == 0)[:, None]  # (N, R)
         if not legal.any():
             return
-        cur, wl, tm = core.running(), core.wl, core.tm
-        ns, rs = np.nonzero(legal)
-        e = core.resident_entries()[ns, rs]
-        job, g = cur.job[e], cur.gpus[e]
-        keep = np.bincount(cur.job, minlength=core.J)[job] == 1  # never a gang
-        ns, rs, e, job, g = ns[keep], rs[keep], e[keep], job[keep], g[keep]
-        if ns.size == 0:
+        wl, tm = core.wl, core.tm
+        mv = core.move_targets(legal)
+        if mv.node.size == 0:
             return
-        nt = core.cluster.node_type
-        rem = _seen_remaining(core)[job]
-        here = tm.isolated(wl.model[job], nt[ns], g, False)
-        there = tm.isolated(wl.model[job][:, None], nt[None, :], g[:, None], False)  # (S, N)
-        # targets: free this step, up, room for the entry, nothing waiting fits there alone
-        target = (actions == 0) & core.node_up & ~core.ma.single.reshape(core.N, -1).any(axis=1)
-        room = (
-            target[None, :]
-            & (core.free_g[None, :] >= g[:, None])
-            & (core.free_c[None, :] >= cur.cpus[e][:, None] - EPS)
-            & (core.free_m[None, :] >= cur.mem[e][:, None] - EPS)
-            & wl.allowed_types[job][:, nt]
-        )
-        t_there = np.where(room & (there > 0), rem[:, None] / np.maximum(there, EPS), np.inf)
-        t_here = rem / np.maximum(here, EPS)
-        saved = t_here[:, None] - t_there - tm.restart_delay_s[wl.model[job]][:, None]
-        saved = np.where(there >= core.cfg.migrate_speedup * here[:, None], saved, -np.inf)
+        # targets: free this step, with no window job that could be placed there alone
+        target = (actions == 0) & ~core.ma.single.reshape(core.N, -1).any(axis=1)
+        rem = _seen_remaining(core)[mv.job]
+        t_there = rem[:, None] / np.maximum(mv.there, EPS)
+        saved = rem[:, None] / np.maximum(mv.here, EPS)[:, None] - t_there
+        saved -= tm.restart_delay_s[wl.model[mv.job]][:, None]
+        saved = np.where(mv.ok & target[None, :], saved, -np.inf)
         top = saved.max(axis=1)
         cand = np.flatnonzero(top > gain_s)
         used = np.zeros(core.N, dtype=bool)
         moved = np.zeros(core.N, dtype=bool)
         for i in cand[np.argsort(-top[cand], kind="stable")].tolist():  # most saved first
-            n = int(ns[i])
+            n = int(mv.node[i])
             best = np.where(used, -np.inf, saved[i])
             t = int(np.argmax(best))
             if moved[n] or not best[t] > gain_s:
                 continue
-            actions[n] = core.n_place + int(rs[i])
+            actions[n] = core.n_place + int(mv.slot[i])
             moved[n] = used[t] = True
 
     def _resize(self, core: EnvCore, actions: NDArray[np.int64], gain_s: float) -> None:
@@ -406,7 +396,8 @@ class SJFTeacher:
         assert core.sim is not None and core.jt is not None and core.wl is not None
         N = core.N
         g1, c1, m1 = core.cfg.levels.one_index
-        rate, lvl, lvl_g = self.rates(core)
+        guard = share_guard(core) if self.share_guard else None
+        rate, lvl, lvl_g = self.rates(core, guard)
         w = np.where(core.slot_ok, core.window, 0)
         rem = _seen_remaining(core)[w]
         best_any = best_alone_tput(core, w)
@@ -423,7 +414,6 @@ class SJFTeacher:
             slots = slots[np.lexsort((est[slots], key[slots]))]
         taken = np.zeros(N, dtype=bool)
         legal = core.ma.legal
-        guard = share_guard(core) if self.share_guard else None
         levels = self.gpu_levels(core)
         for k in slots.tolist():  # at most K jobs per step
             r = np.where(taken, 0.0, rate[:, k])

@@ -5,6 +5,8 @@ Only with ``EnvSettings.preemptive``; the rules are documented in :mod:`hetsched
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -24,6 +26,26 @@ def slot_ranks(
     order = np.argsort(nodes, kind="stable")
     ns = nodes[order]
     return order, ns, np.arange(ns.shape[0]) - np.searchsorted(ns, ns, side="left")
+
+
+class MoveTargets(NamedTuple):
+    """Where running jobs could move (:meth:`EvictionRules.move_targets`); S candidates.
+
+    Attributes:
+        node: Node of each candidate's resident slot, shape (S,).
+        slot: The resident slot, shape (S,).
+        job: The job, shape (S,).
+        ok: Nodes it could move to now, shape (S, N).
+        here: Its isolated throughput on its own node's GPU type at its GPUs, shape (S,).
+        there: The same on every node's type, shape (S, N).
+    """
+
+    node: NDArray[np.int64]
+    slot: NDArray[np.int64]
+    job: NDArray[np.int64]
+    ok: NDArray[np.bool_]
+    here: NDArray[np.float64]
+    there: NDArray[np.float64]
 
 
 class EvictionRules(CoreState):
@@ -76,39 +98,39 @@ class EvictionRules(CoreState):
             if self.cfg.migrate_speedup is None or not m.any():
                 m[:] = False
             else:  # ... unless the job can move to a faster node
-                m &= self._movable(np.where(m, ent, -1))
+                mv = self.move_targets(m)
+                m[:] = False
+                m[mv.node, mv.slot] = mv.ok.any(axis=1)
         return m.astype(np.int8)
 
-    def _movable(self, ent: NDArray[np.int64]) -> NDArray[np.bool_]:
-        """Which resident slots hold a job that could move now, shape (N, R), for the entries
-        ``ent`` (N, R) of :attr:`_cur` (-1: not asked): a one-entry job (never a gang) for
-        which another node that is up has its GPUs, cores and memory free, of a GPU type it
-        allows, with an isolated throughput at its GPU count at least ``migrate_speedup``
-        times that on its own node's type."""
+    def move_targets(self, slots: NDArray[np.bool_]) -> MoveTargets:
+        """Where the jobs in resident ``slots`` (N, R bool) could move now (migrations).
+
+        Only one-entry jobs are considered (a gang never moves). A job could move to another
+        node that is up, has the GPUs, cores and memory the job holds free, is of a GPU type
+        the job allows, and runs it (isolated throughput at its GPU count) at least
+        ``migrate_speedup`` times as fast as its own node's type.
+        """
         assert self.wl is not None and self.cfg.migrate_speedup is not None
         a, wl = self._cur, self.wl
-        out = np.zeros(ent.shape, dtype=bool)
-        ns, rs = np.nonzero(ent >= 0)
-        e = ent[ns, rs]
-        job = a.job[e]
-        keep = np.bincount(a.job, minlength=self.J)[job] == 1  # one entry: not a gang
-        ns, rs, e, job = ns[keep], rs[keep], e[keep], job[keep]
-        if ns.size == 0:
-            return out
+        ns, rs = np.nonzero(slots)
+        e = self._evictable()[ns, rs]
+        keep = (e >= 0) & (np.bincount(a.job, minlength=self.J)[a.job[e]] == 1)
+        ns, rs, e = ns[keep], rs[keep], e[keep]
+        job, g = a.job[e], a.gpus[e]
         nt = self.cluster.node_type
-        g = a.gpus[e]
         here = self.tm.isolated(wl.model[job], nt[ns], g, False)  # (S,)
         there = self.tm.isolated(wl.model[job][:, None], nt[None, :], g[:, None], False)
-        room = (
+        ok = (
             self.node_up[None, :]
             & (self.free_g[None, :] >= g[:, None])
             & (self.free_c[None, :] >= a.cpus[e][:, None] - 1e-9)
             & (self.free_m[None, :] >= a.mem[e][:, None] - 1e-9)
             & wl.allowed_types[job][:, nt]
+            & (there >= self.cfg.migrate_speedup * here[:, None])
+            & (here[:, None] > 0)
         )  # (S, N)
-        fast = there >= self.cfg.migrate_speedup * here[:, None]
-        out[ns, rs] = (room & fast & (here[:, None] > 0)).any(axis=1)
-        return out
+        return MoveTargets(ns, rs, job, ok, here, there)
 
     @property
     def evictions(self) -> NDArray[np.int64]:

@@ -8,7 +8,7 @@ import numpy as np
 from conftest import make_cluster, make_workload
 from helpers import tiny_tm
 
-from hetsched.agents.acting import binding_claims
+from hetsched.agents.acting import agent_masks, binding_claims
 from hetsched.agents.config import AgentEnvConf
 from hetsched.agents.coordination import ordered_actions
 from hetsched.agents.driver import TeamEnv
@@ -34,6 +34,10 @@ def test_share_guard_keeps_the_cores_another_waiting_job_needs() -> None:
     assert legal.tolist() == [True, True]  # 32 or 64 of the node's 64 cores
     # 2x takes every core and strands the other 4 GPUs that job 1 could use
     assert share_guard(core)[0, 0, 0, :, 0].tolist() == [True, False]
+    for guard in (False, True):  # the agent's masks apply it only with share_guard
+        mask, _ = agent_masks(core, AgentEnvConf(wait_below=0.0, share_guard=guard))
+        two_x = int(core.codec.encode(0, 0, 1, 0))  # job 0 at 1x GPUs, 2x CPU, 1x memory
+        assert mask[0, two_x] == int(not guard)
     label = SJFTeacher(share_guard=True).act(core)  # CPU-sensitive: 2x unless guarded
     assert core.codec.decode(label[:1])[2].tolist() == [0]
     assert core.codec.decode(SJFTeacher().act(core)[:1])[2].tolist() == [1]

@@ -1,0 +1,139 @@
+"""Score a benchmark run against MAIFS's bar: one table per scheduler and information track.
+
+Reads the ``cells.csv`` a run of ``scripts/benchmark.py`` wrote and, for every scheduler and
+track, checks the four parts of the bar the learned scheduler is held to (docs/maifs.md,
+Results):
+
+* ``iqm_vs_best``: interquartile mean over runs of avg JCT over the lower of Sia's and Gavel's
+  on the same scenario and seed (at most 1.0);
+* ``below_fifo_las``: scenarios where its mean avg JCT is below both FIFO's and LAS's;
+* ``makespan_ok``: scenarios where its mean makespan is at most 1.05x the lower of Sia's and
+  Gavel's mean makespans;
+* ``idle_ok``: scenarios where its idle GPU-hours while a fitting job waits (summed over seeds)
+  are at most twice Sia's; ``idle_gpu_h`` is the total over all runs.
+
+Sia, Gavel, FIFO and LAS run the exact track only (they use no remaining work); every track of
+another scheduler is compared with those exact-track runs. Usage::
+
+    python scripts/bar_check.py outputs/benchmark/validation [--scheduler maifs maifs_teacher]
+
+Exit code 2 with one line when the directory has no ``cells.csv`` or lacks a reference scheduler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from hetsched.benchmark.leaderboard import iqm
+
+REFERENCES = ("sia", "gavel", "fifo", "las")
+MAKESPAN_SLACK = 1.05
+IDLE_FACTOR = 2.0
+
+
+def _load(path: Path) -> list[dict[str, str]]:
+    cells = path / "cells.csv"
+    if not cells.is_file():
+        raise SystemExit(
+            f"bar_check: {cells} not found; run scripts/benchmark.py with out_dir={path}"
+        )
+    with cells.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def bar_rows(rows: list[dict[str, str]], schedulers: list[str] | None) -> list[dict[str, object]]:
+    """The bar per (scheduler, track) from benchmark cells (see the module docstring).
+
+    Args:
+        rows: Rows of ``cells.csv``.
+        schedulers: Schedulers to score (``None``: every scheduler that is not a reference).
+
+    Returns:
+        One dict per (scheduler, track): ``scheduler``, ``track``, ``runs``, ``iqm_vs_best``,
+        ``below_fifo_las``, ``makespan_ok``, ``idle_ok`` (``"k/n"`` strings) and ``idle_gpu_h``.
+    """
+    ref: dict[tuple[str, str, str], dict[str, float]] = {}
+    cells: dict[tuple[str, str], list[dict[str, str]]] = defaultdict(list)
+    for r in rows:
+        if r["scheduler"] in REFERENCES and r["track"] == "exact":
+            ref[(r["scheduler"], r["scenario"], r["seed"])] = {
+                k: float(r[k]) for k in ("avg_jct_h", "makespan_h", "idle_fit_gpu_h")
+            }
+        cells[(r["scheduler"], r["track"])].append(r)
+    missing = [s for s in REFERENCES if not any(k[0] == s for k in ref)]
+    if missing:
+        raise SystemExit(
+            f"bar_check: the run has no exact-track cells of {', '.join(missing)}; "
+            f"add them to scheduler=[...]"
+        )
+    out: list[dict[str, object]] = []
+    for (sched, track), rs in sorted(cells.items()):
+        if sched in REFERENCES or (schedulers and sched not in schedulers):
+            continue
+        ratios: list[float] = []
+        per_scn: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+        for r in rs:
+            key = (r["scenario"], r["seed"])
+            if any((s, *key) not in ref for s in REFERENCES):
+                raise SystemExit(f"bar_check: no reference cells of {key} for {sched}")
+            sia, gavel = ref[("sia", *key)], ref[("gavel", *key)]
+            jct = float(r["avg_jct_h"])
+            ratios.append(jct / min(sia["avg_jct_h"], gavel["avg_jct_h"]))
+            p = per_scn[r["scenario"]]
+            p["jct"].append(jct)
+            p["makespan"].append(float(r["makespan_h"]))
+            p["idle"].append(float(r["idle_fit_gpu_h"]))
+            for s in REFERENCES:
+                p[f"{s}_jct"].append(ref[(s, *key)]["avg_jct_h"])
+                p[f"{s}_makespan"].append(ref[(s, *key)]["makespan_h"])
+            p["sia_idle"].append(sia["idle_fit_gpu_h"])
+        m = {n: {k: float(np.mean(v)) for k, v in p.items()} for n, p in per_scn.items()}
+        below = sum(v["jct"] < min(v["fifo_jct"], v["las_jct"]) for v in m.values())
+        mk = sum(
+            v["makespan"] <= MAKESPAN_SLACK * min(v["sia_makespan"], v["gavel_makespan"])
+            for v in m.values()
+        )
+        idle = sum(v["idle"] <= IDLE_FACTOR * v["sia_idle"] + 1e-9 for v in m.values())
+        n = len(m)
+        out.append(
+            {
+                "scheduler": sched,
+                "track": track,
+                "runs": len(rs),
+                "iqm_vs_best": round(iqm(np.asarray(ratios)), 3),
+                "below_fifo_las": f"{below}/{n}",
+                "makespan_ok": f"{mk}/{n}",
+                "idle_ok": f"{idle}/{n}",
+                "idle_gpu_h": round(sum(float(r["idle_fit_gpu_h"]) for r in rs), 1),
+            }
+        )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry point (see the module docstring)."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("run_dir", type=Path, help="a benchmark out_dir (holds cells.csv)")
+    p.add_argument("--scheduler", nargs="*", default=None, help="schedulers to score")
+    a = p.parse_args(argv)
+    try:
+        table = bar_rows(_load(a.run_dir), a.scheduler)
+    except SystemExit as e:
+        print(e, file=sys.stderr)
+        return 2
+    cols = list(table[0]) if table else []
+    print("| " + " | ".join(cols) + " |")
+    print("|" + "---|" * len(cols))
+    for row in table:
+        print("| " + " | ".join(str(row[c]) for c in cols) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -104,7 +104,7 @@ def label_weights(
     """
     w = np.ones(core.N, dtype=np.float32)
     lw = conf.bc.long_weight
-    claim = label > 0
+    claim = (label > 0) & (label < core.n_place)  # evictions and resizes follow the claims
     if lw == 1.0 or not claim.any():
         return w
     assert core.sim is not None and core.jt is not None

@@ -30,7 +30,7 @@ import hetsched
 from hetsched.agents.acting import build_net
 from hetsched.agents.config import MAIFSAgentConf
 from hetsched.agents.driver import ENV_ID, PREEMPT_ENV_ID
-from hetsched.agents.network import MAIFSNet, NetDims
+from hetsched.agents.network import EVICT_HEAD, RESIZE_HEAD, MAIFSNet, NetDims
 from hetsched.sim.errors import HetschedError
 
 #: Settings of older checkpoints that no longer exist, with the value under which the network
@@ -228,3 +228,29 @@ def net_from_checkpoint(ck: dict[str, Any]) -> tuple[MAIFSNet, MAIFSAgentConf]:
     net.load_state_dict(ck["model"])
     net.eval()
     return net, conf
+
+
+def init_weights(net: MAIFSNet, dims: NetDims, path: Path) -> None:
+    """Load a checkpoint's weights into ``net`` (``init=PATH``).
+
+    A checkpoint without eviction actions may start a preemptive run
+    (``agent.env.preemptive=true``), and one without resize actions a resizable run
+    (``agent.env.resizable=true``): every weight it has is loaded and the new head keeps
+    its fresh initialisation (``agent.net.evict_bias`` sets how rarely it evicts at
+    first). Any other difference of layout is a :class:`CheckpointError`.
+    """
+    ck = load_checkpoint(path, obs_dim=dims.obs_dim)
+    fix = (
+        "; init needs the same agent.net sizes (an eviction or resize head may only be new, "
+        "when a checkpoint without those actions starts a run with them)"
+    )
+    try:
+        missing, unexpected = net.load_state_dict(ck["model"], strict=False)
+    except RuntimeError as e:  # a tensor of another shape
+        raise CheckpointError(f"init={path} does not fit this network: {e}"[:1500] + fix) from None
+    head = [k for k in missing if k.split(".")[0] in (*EVICT_HEAD, *RESIZE_HEAD)]
+    if unexpected or len(head) != len(missing):
+        raise CheckpointError(
+            f"init={path} does not fit this network: missing {sorted(missing)}, "
+            f"unexpected {sorted(unexpected)}" + fix
+        )

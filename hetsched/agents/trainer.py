@@ -16,7 +16,9 @@ The loop (:meth:`Trainer.run`) reads top to bottom:
 3. Every ``eval.every`` env steps: greedy evaluation through the same runner as every scheduler
    (:func:`hetsched.evaluation.evaluate`) on a validation window, beside a fixed baseline; the
    best checkpoint so far is ``best.pt``. Every ``checkpoint_every`` steps and at the end of
-   each phase: ``{phase}_{step}.pt``.
+   each phase: ``{phase}_{step}.pt``; with ``bc.average_from``, after every round from that
+   one on, ``bc_avg.pt``: the uniform mean of those rounds' weights
+   (:mod:`hetsched.agents.averaging`).
 
 ``max_wall_s`` and ``max_env_steps`` cap the whole run, both phases. A loss or weight that
 stops being finite ends the run with :class:`~hetsched.agents.learner.TrainingDivergedError`; no
@@ -46,8 +48,9 @@ import torch
 from omegaconf import OmegaConf
 
 from hetsched.agents.acting import build_net, env_settings, net_dims
+from hetsched.agents.averaging import WeightAverage
 from hetsched.agents.checkpoint import (
-    CheckpointError,
+    init_weights,
     load_checkpoint,
     numpy_state,
     save_checkpoint,
@@ -56,7 +59,6 @@ from hetsched.agents.checkpoint import (
 from hetsched.agents.config import ClusterDrawConf, CurriculumItem, TrainConfig
 from hetsched.agents.driver import TeamEnv
 from hetsched.agents.learner import TrainingDivergedError, bc_fit, ppo_update
-from hetsched.agents.network import EVICT_HEAD, RESIZE_HEAD
 from hetsched.agents.rollout import (
     Episode,
     RolloutWorkers,
@@ -245,13 +247,14 @@ class Trainer:
         self.last_eval = 0
         self.last_ckpt = 0
         self.baseline: dict[str, float] | None = None
+        self.average = WeightAverage()  # of the rounds from bc.average_from on
         self.writer: Any = None
         self.workers: RolloutWorkers | None = None
         self._t0 = time.monotonic()
         if self.conf.eval.every > 0:
             self._baseline_factory()  # an unknown preset fails now, not after hours of training
         if cfg.init and not cfg.resume:
-            self._init_from(Path(cfg.init))
+            init_weights(self.net, self.dims, Path(cfg.init))
         if cfg.resume:
             self._restore(Path(cfg.resume))
         self._to_learner()
@@ -265,33 +268,6 @@ class Trainer:
         """Copy the learner's weights into the acting network, in place (workers see them)."""
         if self.learner is not self.net:
             self.net.load_state_dict(self.learner.state_dict())
-
-    def _init_from(self, path: Path) -> None:
-        """Load a checkpoint's weights into the network (``init=PATH``).
-
-        A checkpoint without eviction actions may start a preemptive run
-        (``agent.env.preemptive=true``), and one without resize actions a resizable run
-        (``agent.env.resizable=true``): every weight it has is loaded and the new head keeps
-        its fresh initialisation (``agent.net.evict_bias`` sets how rarely it evicts at
-        first). Any other difference of layout is a :class:`CheckpointError`.
-        """
-        ck = load_checkpoint(path, obs_dim=self.dims.obs_dim)
-        fix = (
-            "; init needs the same agent.net sizes (an eviction or resize head may only be new, "
-            "when a checkpoint without those actions starts a run with them)"
-        )
-        try:
-            missing, unexpected = self.net.load_state_dict(ck["model"], strict=False)
-        except RuntimeError as e:  # a tensor of another shape
-            raise CheckpointError(
-                f"init={path} does not fit this network: {e}"[:1500] + fix
-            ) from None
-        head = [k for k in missing if k.split(".")[0] in (*EVICT_HEAD, *RESIZE_HEAD)]
-        if unexpected or len(head) != len(missing):
-            raise CheckpointError(
-                f"init={path} does not fit this network: missing {sorted(missing)}, "
-                f"unexpected {sorted(unexpected)}" + fix
-            )
 
     # ------------------------------------------------------------------ main loop
     def run(self) -> Path:
@@ -416,6 +392,10 @@ class Trainer:
                 self._from_learner()
                 self.log_scalars("train", fit)
                 self.bc_rounds = r + 1
+                if b.average_from is not None and r >= b.average_from:
+                    self.average.add(self.net.state_dict(), r)
+                    avg = {**self._payload(), "model": self.average.state_dict()}
+                    save_checkpoint(self.run_dir / "checkpoints" / "bc_avg.pt", avg)
                 self.maybe_evaluate(force=True)
                 if self.env_steps - self.last_ckpt >= self.cfg.checkpoint_every:
                     self.checkpoint()
@@ -550,6 +530,7 @@ class Trainer:
             "rng": {"numpy": numpy_state(self.rng), "torch": torch.get_rng_state()},
             "seed": int(self.cfg.seed),
             "hardware": hardware(self.device, self.cfg.num_workers),
+            "bc_average": self.average.to_payload() if self.average.n else {},
         }
 
     def checkpoint(self) -> Path:
@@ -584,6 +565,7 @@ class Trainer:
         self.last_eval = int(ck["last_eval"])
         self.last_ckpt = self.env_steps
         self.baseline = dict(ck["baseline"]) or None
+        self.average = WeightAverage.from_payload(ck.get("bc_average") or {})
         set_numpy_state(self.rng, ck["rng"]["numpy"])
         torch.set_rng_state(ck["rng"]["torch"])
 

@@ -184,11 +184,6 @@ class BCConf:
         value_coef: Weight of the critic's regression on the teacher's returns.
         long_weight: Loss weight of agents whose teacher action claims a long job (the rare
             makespan-critical decisions; see :func:`hetsched.agents.rollout.label_weights`).
-        average_from: First round whose weights enter the run's weight average (round 0 is
-            the fit to the teacher's episodes, round ``r`` the ``r``-th DAgger round): after
-            it and every later round, the uniform mean of those rounds' weights is written as
-            ``checkpoints/bc_avg.pt`` (:mod:`hetsched.agents.averaging`). The run itself goes
-            on from each round's own weights. None: no average.
     """
 
     episodes: int = 40
@@ -200,7 +195,6 @@ class BCConf:
     batch: int = 64
     value_coef: float = 0.5
     long_weight: float = 1.0
-    average_from: int | None = None
 
 
 @dataclass

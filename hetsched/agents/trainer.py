@@ -16,9 +16,7 @@ The loop (:meth:`Trainer.run`) reads top to bottom:
 3. Every ``eval.every`` env steps: greedy evaluation through the same runner as every scheduler
    (:func:`hetsched.evaluation.evaluate`) on a validation window, beside a fixed baseline; the
    best checkpoint so far is ``best.pt``. Every ``checkpoint_every`` steps and at the end of
-   each phase: ``{phase}_{step}.pt``; with ``bc.average_from``, after every round from that
-   one on, ``bc_avg.pt``: the uniform mean of those rounds' weights
-   (:mod:`hetsched.agents.averaging`).
+   each phase: ``{phase}_{step}.pt``.
 
 ``max_wall_s`` and ``max_env_steps`` cap the whole run, both phases. A loss or weight that
 stops being finite ends the run with :class:`~hetsched.agents.learner.TrainingDivergedError`; no
@@ -48,7 +46,6 @@ import torch
 from omegaconf import OmegaConf
 
 from hetsched.agents.acting import build_net, env_settings, net_dims
-from hetsched.agents.averaging import WeightAverage
 from hetsched.agents.checkpoint import (
     init_weights,
     load_checkpoint,
@@ -247,7 +244,6 @@ class Trainer:
         self.last_eval = 0
         self.last_ckpt = 0
         self.baseline: dict[str, float] | None = None
-        self.average = WeightAverage()  # of the rounds from bc.average_from on
         self.writer: Any = None
         self.workers: RolloutWorkers | None = None
         self._t0 = time.monotonic()
@@ -392,10 +388,6 @@ class Trainer:
                 self._from_learner()
                 self.log_scalars("train", fit)
                 self.bc_rounds = r + 1
-                if b.average_from is not None and r >= b.average_from:
-                    self.average.add(self.net.state_dict(), r)
-                    avg = {**self._payload(), "model": self.average.state_dict()}
-                    save_checkpoint(self.run_dir / "checkpoints" / "bc_avg.pt", avg)
                 self.maybe_evaluate(force=True)
                 if self.env_steps - self.last_ckpt >= self.cfg.checkpoint_every:
                     self.checkpoint()
@@ -530,7 +522,6 @@ class Trainer:
             "rng": {"numpy": numpy_state(self.rng), "torch": torch.get_rng_state()},
             "seed": int(self.cfg.seed),
             "hardware": hardware(self.device, self.cfg.num_workers),
-            "bc_average": self.average.to_payload() if self.average.n else {},
         }
 
     def checkpoint(self) -> Path:
@@ -565,7 +556,6 @@ class Trainer:
         self.last_eval = int(ck["last_eval"])
         self.last_ckpt = self.env_steps
         self.baseline = dict(ck["baseline"]) or None
-        self.average = WeightAverage.from_payload(ck.get("bc_average") or {})
         set_numpy_state(self.rng, ck["rng"]["numpy"])
         torch.set_rng_state(ck["rng"]["torch"])
 

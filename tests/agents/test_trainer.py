@@ -15,7 +15,6 @@ from helpers import fast_config, resize_env, tiny_env, tiny_tm
 from hetsched import __version__
 from hetsched.agents.acting import Acting
 from hetsched.agents.checkpoint import load_checkpoint
-from hetsched.agents.config import TrainConfig
 from hetsched.agents.policy import MAIFSPolicy
 from hetsched.agents.teacher import SJFTeacher
 from hetsched.agents.trainer import Trainer
@@ -396,67 +395,3 @@ def test_long_weight_weighs_long_claims_and_ignores_eviction_labels() -> None:
     assert label_weights(core, np.array([core.n_place]), conf).tolist() == [1.0]
     conf.bc.long_weight = 1.0
     assert label_weights(core, np.array([long_claim]), conf).tolist() == [1.0]
-
-
-def _rounds(ckdir: Path) -> dict[int, dict[str, torch.Tensor]]:
-    """Weights of each behaviour-cloning round's checkpoint, by round (0: the teacher's)."""
-    out = {}
-    for p in ckdir.glob("bc_[0-9]*.pt"):
-        ck = load_checkpoint(p)
-        out[int(ck["bc_rounds"]) - 1] = ck["model"]
-    return out
-
-
-def test_weight_average_is_the_mean_of_the_rounds_and_survives_resume(tmp_path: Path) -> None:
-    def config(rounds: int) -> TrainConfig:
-        cfg = fast_config(steps=0)
-        b = cfg.agent.bc
-        b.episodes, b.dagger_rounds, b.dagger_episodes, b.epochs = 2, rounds, 1, 2
-        b.average_from = 1
-        cfg.checkpoint_every = 1  # a checkpoint after every round
-        return cfg
-
-    tm = tiny_tm()
-    straight = tmp_path / "straight"
-    Trainer(config(3), straight, throughput=tm, envs=[tiny_env(config(3).agent, tm)]).run()
-    rounds = _rounds(straight / "checkpoints")
-    assert sorted(rounds) == [0, 1, 2, 3]
-    avg = load_checkpoint(straight / "checkpoints" / "bc_avg.pt")
-    assert avg["bc_average"]["rounds"] == [1, 2, 3]
-    for k, v in avg["model"].items():
-        if v.is_floating_point():
-            mean = sum(rounds[r][k] for r in (1, 2, 3)) / 3
-            assert torch.allclose(v, mean, atol=1e-6), k
-    assert not torch.equal(avg["model"]["act_out.weight"], rounds[3]["act_out.weight"])
-    # two rounds, then resume for the third: the stored mean of rounds 1-2 goes on
-    part = tmp_path / "part"
-    Trainer(config(2), part, throughput=tm, envs=[tiny_env(config(2).agent, tm)]).run()
-    before = load_checkpoint(part / "checkpoints" / "bc_avg.pt")
-    assert before["bc_average"]["rounds"] == [1, 2]
-    src = next(p for p in (part / "checkpoints").glob("bc_[0-9]*.pt")
-               if int(load_checkpoint(p)["bc_rounds"]) == 3)  # fmt: skip
-    cfg = config(3)
-    cfg.resume = str(src)
-    with pytest.warns(UserWarning, match="dagger_rounds"):
-        Trainer(cfg, tmp_path / "resumed", throughput=tm, envs=[tiny_env(cfg.agent, tm)]).run()
-    after = load_checkpoint(tmp_path / "resumed" / "checkpoints" / "bc_avg.pt")
-    assert after["bc_average"]["rounds"] == [1, 2, 3]
-    third = _rounds(tmp_path / "resumed" / "checkpoints")[3]
-    for k, v in after["model"].items():
-        if v.is_floating_point():
-            assert torch.allclose(v, (2 * before["model"][k] + third[k]) / 3, atol=1e-6), k
-
-
-def test_weight_average_refuses_another_layout_and_round_trips() -> None:
-    from hetsched.agents.averaging import WeightAverage
-
-    avg = WeightAverage()
-    avg.add({"w": torch.ones(2), "n": torch.tensor(3)}, 4)
-    avg.add({"w": torch.zeros(2), "n": torch.tensor(5)}, 5)
-    assert torch.allclose(avg.state_dict()["w"], torch.full((2,), 0.5))
-    assert int(avg.state_dict()["n"]) == 5  # integer buffers are the latest's
-    back = WeightAverage.from_payload(avg.to_payload())
-    assert back.rounds == [4, 5] and torch.equal(back.state_dict()["w"], avg.state_dict()["w"])
-    with pytest.raises(ValueError, match="another layout"):
-        avg.add({"w": torch.ones(3), "n": torch.tensor(1)}, 6)
-    assert WeightAverage.from_payload({}).n == 0

@@ -9,7 +9,7 @@ Results):
 * ``below_fifo_las``: scenarios where its mean avg JCT is below both FIFO's and LAS's;
 * ``makespan_ok``: scenarios where its mean makespan is at most 1.05x the lower of Sia's and
   Gavel's mean makespans;
-* ``idle_ok``: scenarios where its idle GPU-hours while a fitting job waits (summed over seeds)
+* ``idle_ok``: scenarios where its idle GPU-hours while a fitting job waits (mean over seeds)
   are at most twice Sia's; ``idle_gpu_h`` is the total over all runs.
 
 Sia, Gavel, FIFO and LAS run the exact track only (they use no remaining work); every track of
@@ -17,7 +17,8 @@ another scheduler is compared with those exact-track runs. Usage::
 
     python scripts/bar_check.py outputs/benchmark/validation [--scheduler maifs maifs_teacher]
 
-Exit code 2 with one line when the directory has no ``cells.csv`` or lacks a reference scheduler.
+Exit code 2 with one line when the directory has no ``cells.csv``, the file lacks a column or
+holds a value that is not a number, or the run lacks a reference scheduler.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ import numpy as np
 from hetsched.benchmark.leaderboard import iqm
 
 REFERENCES = ("sia", "gavel", "fifo", "las")
+COLUMNS = ("scenario", "scheduler", "track", "seed", "avg_jct_h", "makespan_h", "idle_fit_gpu_h")
+NUMBERS = ("avg_jct_h", "makespan_h", "idle_fit_gpu_h")
 MAKESPAN_SLACK = 1.05
 IDLE_FACTOR = 2.0
 
@@ -44,7 +47,20 @@ def _load(path: Path) -> list[dict[str, str]]:
             f"bar_check: {cells} not found; run scripts/benchmark.py with out_dir={path}"
         )
     with cells.open(newline="") as f:
-        return list(csv.DictReader(f))
+        rows = list(csv.DictReader(f))
+    cols = rows[0].keys() if rows else ()
+    lack = [c for c in COLUMNS if c not in cols]
+    if lack:
+        raise SystemExit(f"bar_check: {cells} has no column {', '.join(lack)}; rerun the benchmark")
+    for i, r in enumerate(rows, start=2):
+        for c in NUMBERS:
+            try:
+                float(r[c])
+            except ValueError:
+                raise SystemExit(
+                    f"bar_check: {cells}: line {i}: {c}={r[c]!r} is not a number"
+                ) from None
+    return rows
 
 
 def bar_rows(rows: list[dict[str, str]], schedulers: list[str] | None) -> list[dict[str, object]]:
@@ -62,9 +78,7 @@ def bar_rows(rows: list[dict[str, str]], schedulers: list[str] | None) -> list[d
     cells: dict[tuple[str, str], list[dict[str, str]]] = defaultdict(list)
     for r in rows:
         if r["scheduler"] in REFERENCES and r["track"] == "exact":
-            ref[(r["scheduler"], r["scenario"], r["seed"])] = {
-                k: float(r[k]) for k in ("avg_jct_h", "makespan_h", "idle_fit_gpu_h")
-            }
+            ref[(r["scheduler"], r["scenario"], r["seed"])] = {k: float(r[k]) for k in NUMBERS}
         cells[(r["scheduler"], r["track"])].append(r)
     missing = [s for s in REFERENCES if not any(k[0] == s for k in ref)]
     if missing:

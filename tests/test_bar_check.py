@@ -70,3 +70,9 @@ def test_missing_reference_or_file_is_one_line_and_exit_2(
     assert main([str(_write(tmp_path / "run", rows))]) == 2
     err = capsys.readouterr().err.strip()
     assert "gavel" in err and len(err.splitlines()) == 1
+    bad = _write(tmp_path / "bad", [("a", "sia", "exact", 0, "n/a", 10.0, 0.0)])
+    assert main([str(bad)]) == 2
+    assert "line 2: avg_jct_h='n/a' is not a number" in capsys.readouterr().err
+    (tmp_path / "bad" / "cells.csv").write_text("scenario,scheduler\na,sia\n")
+    assert main([str(bad)]) == 2
+    assert "no column track" in capsys.readouterr().err

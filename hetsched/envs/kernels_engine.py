@@ -31,7 +31,8 @@ reported by its idle check, a finished one by ``advance``. :meth:`EngineRound.us
 start of the env's next round (free resources per node, running and waiting jobs) in one
 compiled call.
 
-Like :mod:`hetsched.envs.kernels`, the kernels compile on first use and are cached on disk
+The kernels' sources are in :mod:`hetsched.envs.kernels_engine_src`. Like
+:mod:`hetsched.envs.kernels`, they compile on first use and are cached on disk
 (about 7 s once on the loaded 2-core development machine; later processes load them).
 
 ``tests/envs/test_kernels_engine.py`` runs every compiled round of rolled-out env episodes

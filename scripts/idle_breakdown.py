@@ -9,7 +9,9 @@ when they fit only across several nodes of a type. For the MAIFS network and its
 second line splits the same GPU-hours by how the decision before each idle interval ended
 (:meth:`FitProbe.idle_by_last_step`): every agent passed (``pass``), claims were made but none
 granted (``failed``: e.g. a gang claim that too few nodes made), no legal action (``none``), a
-placement or eviction (``moved``).
+placement or eviction (``moved``). A third line splits the single-node fits by what kept the
+jobs off the idle GPUs in the env's round (:func:`hetsched.envs.idle.idle_cause`): outside the
+window, no GPU level that fits, no cores or memory, or claimable.
 
     python scripts/idle_breakdown.py --scenario itp_c06_pai_busy --seed 0 1 --scheduler maifs
     python scripts/idle_breakdown.py --scenario itp_c06_pai_busy --seed 1 --checkpoint my.pt
@@ -24,6 +26,7 @@ import sys
 from hetsched.agents.policy import LAST_STEPS
 from hetsched.benchmark.runner import Cell, play_cell
 from hetsched.benchmark.scenarios import get_scenario, scenarios_in
+from hetsched.envs.idle import IDLE_CAUSES
 from hetsched.sim.errors import HetschedError
 
 
@@ -52,6 +55,7 @@ def main() -> None:
         node["checkpoint"] = args.checkpoint
     total = dict.fromkeys(("all", "single", "slow_only", "gang_only"), 0.0)
     by_last: dict[str, float] = {}
+    by_cause: dict[str, float] = {}
     for name in names:
         for seed in args.seed:
             out, probe, _, _ = play_cell(Cell(name, args.scheduler, node, "exact", 0.0, seed))
@@ -65,10 +69,22 @@ def main() -> None:
                 by_last[k] = by_last.get(k, 0.0) + v
             if set(last) - {"n/a"}:
                 print("  by the decision's final step: " + _last(last))
+            cause = probe.idle_by_cause(end)
+            for k, v in cause.items():
+                by_cause[k] = by_cause.get(k, 0.0) + v
+            if set(cause) - {"n/a"}:
+                print("  single-node fits by what kept the job off: " + _cause(cause))
     if len(names) * len(args.seed) > 1:
         print(f"total of {len(names) * len(args.seed)} runs: " + _parts(total))
         if set(by_last) - {"n/a"}:
             print("  by the decision's final step: " + _last(by_last))
+        if set(by_cause) - {"n/a"}:
+            print("  single-node fits by what kept the job off: " + _cause(by_cause))
+
+
+def _cause(p: dict[str, float]) -> str:
+    """One line of the split by cause (GPU-hours)."""
+    return ", ".join(f"{k} {p.get(k, 0.0):.1f}" for k in IDLE_CAUSES)
 
 
 def _last(p: dict[str, float]) -> str:

@@ -55,6 +55,7 @@ def env_settings(conf: AgentEnvConf) -> EnvSettings:
         max_decisions_per_round=conf.max_decisions_per_round,
         advance="event",
         window_order=conf.window_order,
+        window_backfill=conf.window_backfill,
         preemptive=conf.preemptive,
         evict_max=conf.evict_max,
         resizable=conf.resizable,

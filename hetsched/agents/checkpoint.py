@@ -58,6 +58,7 @@ LEGACY: dict[tuple[str, str], object] = {
     ("env", "gang_binding"): False,
     ("env", "share_guard"): False,
     ("teacher", "migrate_gain_s"): None,
+    ("env", "window_backfill"): 0,
 }
 
 

@@ -44,6 +44,10 @@ class AgentEnvConf:
         window_order: Order of the candidate window (``arrival``, ``attained``, ``sjf`` or
             ``typed``; see :class:`hetsched.envs.spaces.EnvSettings`). Checkpoints saved
             before this field existed load with ``arrival``, the order they were trained with.
+        window_backfill: The last this many window slots show the next waiting jobs that
+            may fit the free GPUs now (``EnvSettings.window_backfill``), so a queue head that
+            cannot run does not hide the jobs behind it that could. Checkpoints saved before
+            this field existed load with 0.
         evict_max: With ``preemptive``, the most evictions per job and episode (null: no
             limit; bounds what sampled exploration can cost).
         preemptive: Train and act in the preemptive env ``hetsched/ClusterPreempt-v0`` (one
@@ -110,6 +114,7 @@ class AgentEnvConf:
     reward_progress: float = 0.0
     max_steps: int = 5000
     window_order: str = "arrival"
+    window_backfill: int = 0
     preemptive: bool = False
     evict_max: int | None = None
     work_conserving: bool = True
@@ -462,6 +467,7 @@ class TeacherSchedulerConf:
     migrate_gain_s: float | None = TeacherConf.migrate_gain_s
     migrate_speedup: float | None = AgentEnvConf.migrate_speedup
     share_guard: bool = AgentEnvConf.share_guard
+    window_backfill: int = AgentEnvConf.window_backfill
 
 
 def register_agent_configs() -> None:

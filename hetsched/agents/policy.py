@@ -37,6 +37,7 @@ from hetsched.agents.driver import StateCore
 from hetsched.agents.teacher import SJFTeacher
 from hetsched.baselines.base import BasePolicy
 from hetsched.envs.core import EnvCore
+from hetsched.envs.idle import idle_cause
 from hetsched.envs.spaces import EnvSettings, LevelSets
 from hetsched.resources import CHECKPOINT_DIR
 from hetsched.sim.allocation import Allocation
@@ -122,6 +123,13 @@ class ActorPolicy(BasePolicy):
         """``decision_steps``: the actor's decision steps in the run so far."""
         return {"decision_steps": float(self.decision_steps)}
 
+    def idle_cause(self, jobs: NDArray[np.int64], nodes: NDArray[np.int64]) -> str:
+        """After :meth:`decide`: what kept waiting ``jobs`` off the free GPUs of ``nodes`` that
+        they fit (:func:`hetsched.envs.idle.idle_cause`), for diagnostics."""
+        if self.core is None:
+            raise RuntimeError("idle_cause() called before reset()")
+        return idle_cause(self.core, jobs, nodes)
+
     def act(self, core: EnvCore) -> NDArray[np.int64]:
         """One action per node for the current decision step."""
         if self.actor is None:
@@ -183,6 +191,8 @@ class TeacherPolicy(ActorPolicy):
             (None: the plain env, no evictions).
         share_guard: Claim only at levels that strand no GPU
             (:func:`hetsched.agents.teacher.share_guard`).
+        window_backfill: Window slots that show waiting jobs which may fit now
+            (``EnvSettings.window_backfill``).
     """
 
     def __init__(
@@ -200,6 +210,7 @@ class TeacherPolicy(ActorPolicy):
         migrate_gain_s: float | None = TeacherConf.migrate_gain_s,
         migrate_speedup: float | None = AgentEnvConf.migrate_speedup,
         share_guard: bool = AgentEnvConf.share_guard,
+        window_backfill: int = AgentEnvConf.window_backfill,
     ) -> None:
         if migrate_gain_s is not None and migrate_speedup is None:
             raise ValueError(
@@ -218,6 +229,7 @@ class TeacherPolicy(ActorPolicy):
         )
         settings = EnvSettings(
             window=window,
+            window_backfill=window_backfill,
             advance="event",
             round_s=round_s,
             levels=LevelSets(gpu=tuple(gpu_levels)),
@@ -245,6 +257,7 @@ class TeacherPolicy(ActorPolicy):
             migrate_gain_s=t.migrate_gain_s if e.migrate_speedup is not None else None,
             migrate_speedup=e.migrate_speedup,
             share_guard=e.share_guard,
+            window_backfill=e.window_backfill,
         )
 
 

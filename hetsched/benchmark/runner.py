@@ -80,6 +80,7 @@ class FitProbe:
         self.single: list[bool] = []  # a waiting job fits on one node's free GPUs
         self.fast: list[bool] = []  # ... on a GPU type not below SLOW_FRACTION of its best
         self.last: list[str] = []  # how the decision's final step ended (actor policies)
+        self.cause: list[str] = []  # what kept fitting jobs off the idle GPUs (actor policies)
 
     def __getattr__(self, name: str) -> Any:
         if name == "policy":
@@ -89,7 +90,7 @@ class FitProbe:
     def reset(self, *args: Any, **kwargs: Any) -> None:
         """Reset the wrapped policy and the records."""
         self.times, self.idle, self.fits, self.single, self.fast = [], [], [], [], []
-        self.last = []
+        self.last, self.cause = [], []
         if hasattr(self.policy, "reset"):
             self.policy.reset(*args, **kwargs)
 
@@ -102,6 +103,7 @@ class FitProbe:
         free = np.maximum(free, 0)
         waiting = state.active[~np.isin(state.active, alloc.job)]
         fits = single = fast = False
+        cause = "n/a"
         if waiting.size and free.sum() > 0:
             per_type = np.bincount(cl.node_type, weights=free, minlength=wl.allowed_types.shape[1])
             need = wl.min_gpus[waiting][:, None]
@@ -109,13 +111,19 @@ class FitProbe:
             host = (free[None, :] >= need) & wl.allowed_types[waiting][:, cl.node_type]  # (W, N)
             single = fast = bool(host.any())
             if single:
-                fast = bool((host & _fast_types(state, waiting)[:, cl.node_type]).any())
+                host &= _fast_types(state, waiting)[:, cl.node_type]
+                fast = bool(host.any())
+                explain = getattr(self.policy, "idle_cause", None)
+                if fast and explain is not None:
+                    w, n = np.nonzero(host)
+                    cause = str(explain(waiting[w], n))
         self.times.append(float(state.time))
         self.idle.append(float(free.sum()))
         self.fits.append(fits)
         self.single.append(single)
         self.fast.append(fast)
         self.last.append(str(getattr(self.policy, "last_step", "n/a")))
+        self.cause.append(cause)
         return alloc
 
     def _weights(self, end_s: float) -> NDArray[np.float64]:
@@ -135,6 +143,17 @@ class FitProbe:
         out: dict[str, float] = {}
         if self.times:
             for k, w in zip(self.last, self._weights(end_s).tolist(), strict=True):
+                out[k] = out.get(k, 0.0) + w
+        return out
+
+    def idle_by_cause(self, end_s: float) -> dict[str, float]:
+        """The ``single`` part of :meth:`idle_breakdown` split by what kept the fitting jobs off
+        the idle GPUs in the env's round, in GPU-hours (:data:`hetsched.envs.idle.IDLE_CAUSES`,
+        for policies with an ``idle_cause`` method: the MAIFS network and its teacher; ``n/a``
+        for the other schedulers and the rest of :meth:`idle_fit_gpu_h`)."""
+        out: dict[str, float] = {}
+        if self.times:
+            for k, w in zip(self.cause, self._weights(end_s).tolist(), strict=True):
                 out[k] = out.get(k, 0.0) + w
         return out
 

@@ -70,7 +70,7 @@ class ClusterCentralEnv(gymnasium.Env[NDArray[np.float32], np.int64]):
     **Version history.** ``hetsched/ClusterCentral-v0`` (hetsched 0.1.0): first release; the
     same later changes as ``hetsched/Cluster-v0`` (speed-ups; stall detection with
     ``skip_idle=False``; the ``stall_steps`` detector and its info keys; the optional progress shaping term and the ``"sjf"`` and ``"typed"``
-    window orders, all off by default), none of which changes spaces, dynamics or default
+    window orders and ``window_backfill``, all off by default), none of which changes spaces, dynamics or default
     rewards.
 
     Args: as :class:`hetsched.envs.cluster_env.ClusterParallelEnv` (``conflict_rule`` is
@@ -97,6 +97,7 @@ class ClusterCentralEnv(gymnasium.Env[NDArray[np.float32], np.int64]):
         advance: str = "no_pending",
         skip_idle: bool = True,
         window_order: str = "arrival",
+        window_backfill: int = 0,
         conflict_rule: str = "lowest_index",
         workload_kwargs: Mapping[str, Any] | None = None,
         max_time_s: float | None = None,
@@ -127,6 +128,7 @@ class ClusterCentralEnv(gymnasium.Env[NDArray[np.float32], np.int64]):
             advance=advance,
             skip_idle=skip_idle,
             window_order=window_order,
+            window_backfill=window_backfill,
             conflict_rule=conflict_rule,
             max_time_s=max_time_s,
             validate_allocations=validate_allocations,

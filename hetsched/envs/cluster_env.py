@@ -79,7 +79,8 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
       slots of the node's jobs (model one-hot over the M throughput-table models, GPUs, CPUs,
       memory held, CPU/memory ratio to request, remaining work, attained service, new flag);
     * candidate window (``K (14 + M + L_c + L_m)``): the same K waiting jobs in the same global
-      order (arrival, or least attained service) for every agent: requested/min/max GPUs,
+      order (arrival, or least attained service; with ``window_backfill`` the last slots show
+      the next jobs that may fit now) for every agent: requested/min/max GPUs,
       elasticity, model one-hot, sensitivity (phi at each CPU and memory level), waiting time,
       attained service, estimated remaining time, then for this node: CPU and memory request vs
       the node's per-GPU share, isolated throughput on this node's type relative to the fastest
@@ -144,7 +145,8 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
     two additions that change nothing by default: the optional progress shaping term
     (``reward_weights={"progress": w}``, info key ``reward_progress``, 0 unless enabled) and
     the window orders ``window_order="sjf"`` (shortest estimated run time first) and
-    ``window_order="typed"`` (each GPU type's shortest jobs on that type, in turn).
+    ``window_order="typed"`` (each GPU type's shortest jobs on that type, in turn), and
+    ``window_backfill`` (slots for waiting jobs that may fit now; 0 by default).
     The info key ``evicted_jobs`` (always 0 here) came with ``hetsched/ClusterPreempt-v0``
     (2026-11-26), this env with ``preemptive=True``, whose first version is its ``-v0``.
     The stall detector (``stall_steps``) truncates only episodes that made no progress for that
@@ -170,6 +172,8 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         skip_idle: Advance by itself while no agent has a legal placement.
         window_order: ``"arrival"``, ``"attained"``, ``"sjf"`` or ``"typed"`` (see
             :class:`EnvSettings`).
+        window_backfill: Last window slots that show the next waiting jobs which may fit
+            now (see :class:`EnvSettings`; 0: the first K waiting jobs).
         conflict_rule: ``"lowest_index"``, ``"best_fit"`` or ``"most_free"``.
         workload_kwargs: Overrides of a workload preset's fields, or extra factory kwargs
             (default for the ``"philly"`` preset: :data:`DEFAULT_WORKLOAD_KWARGS`).
@@ -213,6 +217,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         advance: str = "no_pending",
         skip_idle: bool = True,
         window_order: str = "arrival",
+        window_backfill: int = 0,
         conflict_rule: str = "lowest_index",
         workload_kwargs: Mapping[str, Any] | None = None,
         max_time_s: float | None = None,
@@ -241,6 +246,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
             advance=advance,
             skip_idle=skip_idle,
             window_order=window_order,
+            window_backfill=window_backfill,
             conflict_rule=conflict_rule,
             max_time_s=max_time_s,
             validate_allocations=validate_allocations,

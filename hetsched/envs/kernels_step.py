@@ -109,8 +109,15 @@ def _window_py(
     n_types: int,
     window: Any,
     slot_ok: Any,
+    backfill: int,
+    allowed: Any,
 ) -> bool:
-    """The window (the first K waiting jobs not placed this round) and the fit test.
+    """The window and the fit test (:meth:`~hetsched.envs.rounds.RoundFlow.window_jobs`).
+
+    The first ``K - backfill`` slots hold the first waiting jobs not placed this round; the last
+    ``backfill`` slots the next such jobs that may fit (all up nodes of a GPU type the job
+    allows have at least its fewest GPUs free together), then, if too few may, the next ones
+    that may not, all in ``pending`` order.
 
     Args:
         pending: Waiting jobs in window order, int64 (P,). placed: Placed this round, bool (J,).
@@ -119,30 +126,14 @@ def _window_py(
         use_up: Down nodes offer nothing (the env has failures).
         node_type: GPU type per node, int64 (N,); ``n_types`` types (``NUM_TYPES``).
         window: Out, the job of each slot (-1 empty), int64 (K,). slot_ok: Out, bool (K,).
+        backfill: Backfill slots ``EnvSettings.window_backfill`` (0 <= backfill <= K).
+        allowed: Allowed GPU types of each job, bool (J, n_types) (read only with backfill).
 
     Returns:
         Some window job may fit: one up node, or all up nodes of one type together, have at
         least the fewest GPUs any window job needs (the necessary condition of ``_may_fit``).
     """
     K = window.shape[0]
-    n = 0
-    g = 0
-    for i in range(pending.shape[0]):
-        if n == K:
-            break
-        j = pending[i]
-        if placed[j]:
-            continue
-        window[n] = j
-        if n == 0 or min_gpus[j] < g:
-            g = min_gpus[j]
-        n += 1
-    for k in range(K):
-        if k >= n:
-            window[k] = -1
-        slot_ok[k] = k < n
-    if n == 0:
-        return False
     per_type = np.zeros(n_types)
     top = -1
     for i in range(free_g.shape[0]):
@@ -150,6 +141,55 @@ def _window_py(
         if f > top:
             top = f
         per_type[node_type[i]] += f
+    head = K - backfill
+    n = 0
+    g = 0
+    P = pending.shape[0]
+    i = 0
+    while i < P and n < head:
+        j = pending[i]
+        i += 1
+        if placed[j]:
+            continue
+        window[n] = j
+        if n == 0 or min_gpus[j] < g:
+            g = min_gpus[j]
+        n += 1
+    if backfill > 0 and i < P:
+        skipped = np.empty(backfill, dtype=np.int64)
+        n_skip = 0
+        while i < P and n < K:
+            j = pending[i]
+            i += 1
+            if placed[j]:
+                continue
+            may = False
+            for t in range(n_types):
+                if allowed[j, t] and per_type[t] >= min_gpus[j]:
+                    may = True
+                    break
+            if may:
+                window[n] = j
+                if n == 0 or min_gpus[j] < g:
+                    g = min_gpus[j]
+                n += 1
+            elif n_skip < backfill:
+                skipped[n_skip] = j
+                n_skip += 1
+        for s in range(n_skip):
+            if n == K:
+                break
+            j = skipped[s]
+            window[n] = j
+            if n == 0 or min_gpus[j] < g:
+                g = min_gpus[j]
+            n += 1
+    for k in range(K):
+        if k >= n:
+            window[k] = -1
+        slot_ok[k] = k < n
+    if n == 0:
+        return False
     if top >= g:
         return True
     best = per_type[0]

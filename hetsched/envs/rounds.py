@@ -179,10 +179,10 @@ class RoundFlow(CoreState):
             fits = kernel(
                 self.pending, self._placed, self.jt.min_gpus, self.free_g, self.node_up,
                 self.failures is not None, self.cluster.node_type, NUM_TYPES, win, self.slot_ok,
+                self.cfg.window_backfill, self.jt.allowed,
             )  # fmt: skip
         else:
-            p = self.pending
-            rest = p[~self._placed[p]][: self.K] if p.size else p
+            rest = self.window_jobs()
             win = np.full(self.K, -1, dtype=np.int64)
             win[: rest.size] = rest
             self.slot_ok = win >= 0
@@ -205,6 +205,33 @@ class RoundFlow(CoreState):
             self._any_legal = None  # computed when first asked
         self.ma = self._with_slot_actions(self.ma)
         self._obs_cache = self._common_cache = None
+
+    def window_jobs(self) -> NDArray[np.int64]:
+        """The window's jobs, in slot order (at most K; the numpy reference of the compiled
+        window kernel).
+
+        The first ``K - EnvSettings.window_backfill`` slots hold the first waiting jobs (in
+        window order) not placed this round. The last ``window_backfill`` slots hold the next
+        such jobs that *may fit* now: all up nodes of some GPU type the job allows have at least
+        its fewest GPUs (at any legal level) free together. If too few may, the next jobs that
+        may not fill the rest (in that order), so the window is never emptier than without
+        backfill. Without
+        backfill slots this is the first K waiting jobs: a queue whose first K jobs cannot run
+        hides every job behind them that could.
+        """
+        assert self.jt is not None
+        p = self.pending
+        rest = p[~self._placed[p]] if p.size else p
+        head = self.K - self.cfg.window_backfill
+        if self.cfg.window_backfill == 0 or rest.size <= head:
+            return rest[: self.K]
+        tail = rest[head:]
+        up_free = self.free_g if self.failures is None else np.where(self.node_up, self.free_g, 0)
+        per_type = np.bincount(self.cluster.node_type, weights=up_free, minlength=NUM_TYPES)
+        may = (self.jt.allowed[tail] & (per_type[None, :] >= self.jt.min_gpus[tail, None])).any(1)
+        b = self.cfg.window_backfill
+        fill = np.concatenate([tail[may][:b], tail[~may][:b]])[:b]
+        return np.concatenate([rest[:head], fill])
 
     def _may_fit(self, jobs: NDArray[np.int64]) -> bool:
         """Cheap necessary condition for any legal placement (skips the full masks)."""

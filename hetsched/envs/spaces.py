@@ -135,6 +135,11 @@ class EnvSettings:
             ``"sjf"`` (shortest estimated run time first: remaining work over the isolated
             rate at the request on the fastest allowed GPU type present) or ``"typed"`` (each
             GPU type's shortest jobs on that type in turn; ``EnvCore.typed_order``).
+        window_backfill: Backfill slots: the last this many window slots show the next waiting
+            jobs that may fit the free GPUs now (all up nodes of a GPU type the job allows
+            have its fewest GPUs free together) instead of the next jobs in window order
+            (``RoundFlow.window_jobs``), so a queue head that cannot run does not hide the
+            jobs behind it that could. 0 (default): the first K waiting jobs.
         conflict_rule: Winner among single-node claims of one job: ``"lowest_index"``,
             ``"best_fit"`` (fewest free GPUs left) or ``"most_free"``; ties to the lowest index.
         max_time_s: Simulation horizon in seconds (``None``: none); reaching it truncates.
@@ -173,6 +178,7 @@ class EnvSettings:
     advance: str = "no_pending"
     skip_idle: bool = True
     window_order: str = "arrival"
+    window_backfill: int = 0
     conflict_rule: str = "lowest_index"
     max_time_s: float | None = None
     validate_allocations: bool = False
@@ -218,6 +224,13 @@ class EnvSettings:
             if isinstance(v, bool) or int(v) != v or int(v) < lo:
                 raise ValueError(f"{name}={v!r} must be an integer >= {lo}")
             object.__setattr__(self, name, int(v))
+        wb = self.window_backfill
+        if isinstance(wb, bool) or int(wb) != wb or not 0 <= int(wb) <= self.window:
+            raise ValueError(
+                f"window_backfill={wb!r} must be an integer from 0 to window={self.window} "
+                "(window slots that show jobs which may fit now)"
+            )
+        object.__setattr__(self, "window_backfill", int(wb))
         mc = self.max_cycles
         if isinstance(mc, bool) or int(mc) != mc or int(mc) < 2:
             raise ValueError(

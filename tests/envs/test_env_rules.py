@@ -310,3 +310,29 @@ def test_window_order_typed_gives_each_gpu_type_its_shortest_jobs() -> None:
         assert env.core.pending.tolist() == ([0, 1, 2] if order == "sjf" else [2, 0, 1])
     # Types in index order (t4 = 3 before a100 = 4): the T4's first job, the A100's first, ...
     assert windows == {"sjf": [0, 1], "typed": [2, 0]}
+
+
+@pytest.mark.parametrize(("backfill", "window"), [(0, [1, 2]), (1, [1, 3]), (2, [3])])
+def test_window_backfill_shows_jobs_that_fit_behind_a_blocked_head(
+    backfill: int, window: list[int]
+) -> None:
+    # Job 0 takes node_0's 4 GPUs; then jobs 1 and 2 (8 GPUs each) cannot run on the 4 free
+    # GPUs, job 3 (1 GPU) can. The first K = 2 waiting jobs hide it; a backfill slot shows it.
+    env = tiny_env(jobs([4, 8, 8, 1]), window=2, window_backfill=backfill)
+    env.reset(seed=0)
+    assert env.core.window.tolist() == [0, 1]  # everything may fit the empty cluster
+    obs, *_ = env.step(act(env, node_0=1))
+    shown = env.core.window[env.core.slot_ok].tolist()
+    assert shown[: len(window)] == window
+    assert env.core.window_jobs().tolist() == shown  # the numpy reference agrees
+    if 3 in shown:  # node_1 may claim it (action 1 + slot with 1x levels only)
+        assert obs["node_1"]["action_mask"][1 + shown.index(3)] == 1
+
+
+def test_window_backfill_falls_back_to_queue_order_and_is_validated() -> None:
+    env = tiny_env(jobs([4, 8, 8, 8]), window=2, window_backfill=1)
+    env.reset(seed=0)
+    env.step(act(env, node_0=1))
+    assert env.core.window.tolist() == [1, 2]  # nothing behind the head may fit: queue order
+    with pytest.raises(ValueError, match="window_backfill=3"):
+        tiny_env(jobs([1]), window=2, window_backfill=3)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -97,15 +99,17 @@ def test_node_parts_match_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_window_matches_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Random waiting queues, placed flags, free GPUs and down nodes: the same window and fit
-    test as the numpy path, including fits that need a whole GPU type (a gang) and none."""
+    """Random waiting queues, placed flags, free GPUs, down nodes and backfill slots: the same
+    window and fit test as the numpy path, including fits that need a whole GPU type (a gang)
+    and none."""
     ref = _env(monkeypatch, True)
     ref.reset(seed=0)
     core = ref.core
     kernel = kernels_step.get("window")
     cl, J, K = core.cluster, core.J, core.K
     rng = np.random.default_rng(4)
-    outcomes = set()
+    outcomes: set[tuple[bool, bool]] = set()
+    backfilled: set[bool] = set()
     for trial in range(300):
         pending = rng.permutation(J)[: int(rng.integers(0, 3 * K))].astype(np.int64)
         core._placed = rng.random(J) < 0.3
@@ -113,10 +117,18 @@ def test_window_matches_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
         core.node_up = rng.random(cl.num_nodes) < 0.8
         use_up = bool(trial % 2)
         monkeypatch.setattr(core, "failures", object() if use_up else None)
+        backfill = int(rng.choice([0, 1, K // 2, K]))
+        monkeypatch.setattr(core, "cfg", dataclasses.replace(core.cfg, window_backfill=backfill))
+        core.pending = pending
         win, ok = np.empty(K, dtype=np.int64), np.empty(K, dtype=bool)
         fits = kernel(pending, core._placed, core.jt.min_gpus, core.free_g, core.node_up, use_up,
-                      cl.node_type, features.NUM_TYPES, win, ok)  # fmt: skip
-        rest = pending[~core._placed[pending]][:K]
+                      cl.node_type, features.NUM_TYPES, win, ok, backfill,
+                      core.jt.allowed)  # fmt: skip
+        rest = core.window_jobs()
+        if backfill == 0:
+            np.testing.assert_array_equal(rest, pending[~core._placed[pending]][:K])
+        else:
+            backfilled.add(bool(set(rest) - set(pending[~core._placed[pending]][:K])))
         np.testing.assert_array_equal(win[: rest.size], rest)
         assert (win[rest.size :] == -1).all()
         np.testing.assert_array_equal(ok, win >= 0)
@@ -125,3 +137,4 @@ def test_window_matches_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
         alone = rest.size > 0 and up_free.max() >= core.jt.min_gpus[rest].min()
         outcomes.add((bool(fits), bool(alone)))
     assert outcomes == {(True, True), (True, False), (False, False)}  # every branch was taken
+    assert backfilled == {True, False}  # backfill slots changed some windows, not all

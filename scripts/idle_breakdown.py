@@ -9,9 +9,9 @@ when they fit only across several nodes of a type. For the MAIFS network and its
 second line splits the same GPU-hours by how the decision before each idle interval ended
 (:meth:`FitProbe.idle_by_last_step`): every agent passed (``pass``), claims were made but none
 granted (``failed``: e.g. a gang claim that too few nodes made), no legal action (``none``), a
-placement or eviction (``moved``). A third line splits the single-node fits by what kept the
-jobs off the idle GPUs in the env's round (:func:`hetsched.envs.idle.idle_cause`): outside the
-window, no GPU level that fits, no cores or memory, or claimable.
+placement or eviction (``moved``). A third line splits the single-node fits (fast or slow) by
+what kept the jobs off the idle GPUs in the env's round (:func:`hetsched.envs.idle.idle_cause`):
+outside the window, no GPU level that fits, no cores or memory, or claimable.
 
     python scripts/idle_breakdown.py --scenario itp_c06_pai_busy --seed 0 1 --scheduler maifs
     python scripts/idle_breakdown.py --scenario itp_c06_pai_busy --seed 1 --checkpoint my.pt

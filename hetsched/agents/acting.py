@@ -60,6 +60,7 @@ def env_settings(conf: AgentEnvConf) -> EnvSettings:
         evict_max=conf.evict_max,
         resizable=conf.resizable,
         migrate_speedup=conf.migrate_speedup,
+        migrate_gangs=conf.migrate_gangs,
     )
 
 

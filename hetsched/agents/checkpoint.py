@@ -59,6 +59,7 @@ LEGACY: dict[tuple[str, str], object] = {
     ("env", "share_guard"): False,
     ("teacher", "migrate_gain_s"): None,
     ("env", "window_backfill"): 0,
+    ("env", "migrate_gangs"): False,
 }
 
 

@@ -96,6 +96,9 @@ class AgentEnvConf:
             (``EnvSettings.migrate_speedup``; the teacher's migrations,
             ``teacher.migrate_gain_s``). None: off. Checkpoints saved before this field
             existed load with None.
+        migrate_gangs: With ``migrate_speedup``, a job on several nodes may migrate too, to
+            one node that holds it whole (``EnvSettings.migrate_gangs``). Checkpoints saved
+            before this field existed load with false.
         identity: Show identity features (the GPU-type one-hot of the own node, the model
             one-hot of resident and window jobs). False zeroes them, so the network sees jobs
             and nodes only through throughput-relative features (the identity-features
@@ -124,6 +127,7 @@ class AgentEnvConf:
     decision_order: str = "rate"
     resizable: bool = False
     migrate_speedup: float | None = None
+    migrate_gangs: bool = False
     gang_binding: bool = False
     share_guard: bool = False
 
@@ -468,6 +472,7 @@ class TeacherSchedulerConf:
     migrate_speedup: float | None = AgentEnvConf.migrate_speedup
     share_guard: bool = AgentEnvConf.share_guard
     window_backfill: int = AgentEnvConf.window_backfill
+    migrate_gangs: bool = AgentEnvConf.migrate_gangs
 
 
 def register_agent_configs() -> None:

@@ -193,6 +193,8 @@ class TeacherPolicy(ActorPolicy):
             (:func:`hetsched.agents.teacher.share_guard`).
         window_backfill: Window slots that show waiting jobs which may fit now
             (``EnvSettings.window_backfill``).
+        migrate_gangs: With ``migrate_speedup``, gangs may migrate too
+            (``EnvSettings.migrate_gangs``).
     """
 
     def __init__(
@@ -211,6 +213,7 @@ class TeacherPolicy(ActorPolicy):
         migrate_speedup: float | None = AgentEnvConf.migrate_speedup,
         share_guard: bool = AgentEnvConf.share_guard,
         window_backfill: int = AgentEnvConf.window_backfill,
+        migrate_gangs: bool = AgentEnvConf.migrate_gangs,
     ) -> None:
         if migrate_gain_s is not None and migrate_speedup is None:
             raise ValueError(
@@ -236,6 +239,7 @@ class TeacherPolicy(ActorPolicy):
             resizable=resize_gain_s is not None,
             preemptive=migrate_speedup is not None,
             migrate_speedup=migrate_speedup,
+            migrate_gangs=migrate_gangs,
         )
         super().__init__(settings, t.act, "maifs_teacher", max_idle_rounds)
 
@@ -258,6 +262,7 @@ class TeacherPolicy(ActorPolicy):
             migrate_speedup=e.migrate_speedup,
             share_guard=e.share_guard,
             window_backfill=e.window_backfill,
+            migrate_gangs=e.migrate_gangs,
         )
 
 

@@ -37,11 +37,12 @@ Rule, at every decision step:
    decision step, where step 3 places the waiting job; a job evicted this round is not placed
    again before the next round (with ``evict_ratio`` set, steps 1-3 skip it).
    *Migrations* (only in the preemptive env with ``EnvSettings.migrate_speedup``, with
-   ``migrate_gain_s`` set): an agent with no action evicts the one-node job in its resident
-   slots whose estimated run time left (isolated rate at its GPUs) shortens most by moving to
+   ``migrate_gain_s`` set): an agent with no action evicts the one-node job (or, with
+   ``EnvSettings.migrate_gangs``, the gang) in its resident slots whose estimated run time
+   left (isolated rate at its GPUs, as placed) shortens most by moving to
    a node that is free this step, of a GPU type the job allows, with its GPUs, cores and
    memory free and no window job that could be placed there alone, if the time saved, less
-   the model's restart delay, exceeds ``migrate_gain_s``; one move per target node. The job
+   the model's restart delay, exceeds ``migrate_gain_s``; one move per target node and job. The job
    rejoins the window and step 3 places it on the fastest free node at the next decision
    step. With migrations, long jobs need not wait for a fast GPU (``min_rel_rate=0``).
 5. Resizes (only in an env with ``resizable``, with ``resize_gain_s`` set): each agent with no
@@ -359,14 +360,16 @@ class SJFTeacher:
         cand = np.flatnonzero(top > gain_s)
         used = np.zeros(core.N, dtype=bool)
         moved = np.zeros(core.N, dtype=bool)
+        gone: set[int] = set()  # a gang is a candidate on each of its nodes: move it once
         for i in cand[np.argsort(-top[cand], kind="stable")].tolist():  # most saved first
-            n = int(mv.node[i])
+            n, j = int(mv.node[i]), int(mv.job[i])
             best = np.where(used, -np.inf, saved[i])
             t = int(np.argmax(best))
-            if moved[n] or not best[t] > gain_s:
+            if moved[n] or j in gone or not best[t] > gain_s:
                 continue
             actions[n] = core.n_place + int(mv.slot[i])
             moved[n] = used[t] = True
+            gone.add(j)
 
     def _resize(self, core: EnvCore, actions: NDArray[np.int64], gain_s: float) -> None:
         """Step 5 of the module docstring: resizes written into ``actions`` (N,) of the agents

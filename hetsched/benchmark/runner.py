@@ -111,10 +111,9 @@ class FitProbe:
             host = (free[None, :] >= need) & wl.allowed_types[waiting][:, cl.node_type]  # (W, N)
             single = fast = bool(host.any())
             if single:
-                host &= _fast_types(state, waiting)[:, cl.node_type]
-                fast = bool(host.any())
+                fast = bool((host & _fast_types(state, waiting)[:, cl.node_type]).any())
                 explain = getattr(self.policy, "idle_cause", None)
-                if fast and explain is not None:
+                if explain is not None:
                     w, n = np.nonzero(host)
                     cause = str(explain(waiting[w], n))
         self.times.append(float(state.time))
@@ -147,10 +146,11 @@ class FitProbe:
         return out
 
     def idle_by_cause(self, end_s: float) -> dict[str, float]:
-        """The ``single`` part of :meth:`idle_breakdown` split by what kept the fitting jobs off
-        the idle GPUs in the env's round, in GPU-hours (:data:`hetsched.envs.idle.IDLE_CAUSES`,
-        for policies with an ``idle_cause`` method: the MAIFS network and its teacher; ``n/a``
-        for the other schedulers and the rest of :meth:`idle_fit_gpu_h`)."""
+        """The single-node fits of :meth:`idle_breakdown` (``single`` and ``slow_only``) split
+        by what kept the fitting jobs off the idle GPUs in the env's round, in GPU-hours
+        (:data:`hetsched.envs.idle.IDLE_CAUSES`, for policies with an ``idle_cause`` method: the
+        MAIFS network and its teacher; ``n/a`` for the other schedulers and the gang-only
+        fits)."""
         out: dict[str, float] = {}
         if self.times:
             for k, w in zip(self.cause, self._weights(end_s).tolist(), strict=True):

@@ -106,8 +106,8 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
     ``A = 1 + K L_g L_c L_m + R`` (293 with the defaults); action ``A - R + r`` evicts the job
     in the agent's resident slot ``r``. Legal iff the slot holds a job that was running when
     the round started, the node is up and a job waits in the window (with ``migrate_speedup``,
-    or the job could move to a free node that runs it that many times as fast). Claims are resolved
-    first, then evictions: the job leaves every node that holds it (a gang too), its
+    or the job could move to a free node that runs it that many times as fast; a one-node job
+    only, unless ``migrate_gangs``). Claims are resolved first, then evictions: the job leaves every node that holds it (a gang too), its
     resources are free at the next decision step and it rejoins the waiting queue with its
     progress (the engine charges its restart delay when it runs again). A step that evicts
     keeps the round going; a round is shown to the agents while an eviction is legal even if
@@ -146,7 +146,8 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
     (``reward_weights={"progress": w}``, info key ``reward_progress``, 0 unless enabled) and
     the window orders ``window_order="sjf"`` (shortest estimated run time first) and
     ``window_order="typed"`` (each GPU type's shortest jobs on that type, in turn), and
-    ``window_backfill`` (slots for waiting jobs that may fit now; 0 by default).
+    ``window_backfill`` (slots for waiting jobs that may fit now; 0 by default) and
+    ``migrate_gangs`` (gangs may migrate too; off by default).
     The info key ``evicted_jobs`` (always 0 here) came with ``hetsched/ClusterPreempt-v0``
     (2026-11-26), this env with ``preemptive=True``, whose first version is its ``-v0``.
     The stall detector (``stall_steps``) truncates only episodes that made no progress for that
@@ -189,6 +190,8 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         evict_max: With eviction actions, the most times one job may be evicted per episode
             (None: no limit).
         migrate_speedup: With eviction actions, see ``EnvSettings.migrate_speedup``.
+        migrate_gangs: With ``migrate_speedup``, jobs on several nodes may move too (see
+            ``EnvSettings.migrate_gangs``).
         stall_steps: Decision steps without progress after which the episode is truncated
             as stalled (None: never; see :class:`~hetsched.envs.spaces.EnvSettings`).
     """
@@ -229,6 +232,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         stall_steps: int | None = EnvSettings.stall_steps,
         resizable: bool = False,
         migrate_speedup: float | None = None,
+        migrate_gangs: bool = False,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
@@ -255,6 +259,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
             stall_steps=stall_steps,
             resizable=resizable,
             migrate_speedup=migrate_speedup,
+            migrate_gangs=migrate_gangs,
         )
         self.max_cycles = self.settings.max_cycles
         tm = resolve_throughput(throughput)

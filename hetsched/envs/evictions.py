@@ -106,26 +106,41 @@ class EvictionRules(CoreState):
     def move_targets(self, slots: NDArray[np.bool_]) -> MoveTargets:
         """Where the jobs in resident ``slots`` (N, R bool) could move now (migrations).
 
-        Only one-entry jobs are considered (a gang never moves). A job could move to another
+        Only one-entry jobs are considered, unless ``EnvSettings.migrate_gangs``: then a job
+        on several nodes (a gang) is considered too, with the GPUs, cores and memory it holds
+        in total and its throughput as placed (spread or not). A job could move to another
         node that is up, has the GPUs, cores and memory the job holds free, is of a GPU type
-        the job allows, and runs it (isolated throughput at its GPU count) at least
-        ``migrate_speedup`` times as fast as its own node's type.
+        the job allows, and runs it alone (isolated throughput at its GPU count) at least
+        ``migrate_speedup`` times as fast as where it runs now.
         """
         assert self.wl is not None and self.cfg.migrate_speedup is not None
         a, wl = self._cur, self.wl
         ns, rs = np.nonzero(slots)
         e = self._evictable()[ns, rs]
-        keep = (e >= 0) & (np.bincount(a.job, minlength=self.J)[a.job[e]] == 1)
+        count = np.bincount(a.job, minlength=self.J)
+        keep = e >= 0
+        if not self.cfg.migrate_gangs:
+            keep &= count[a.job[np.where(keep, e, 0)]] == 1
         ns, rs, e = ns[keep], rs[keep], e[keep]
-        job, g = a.job[e], a.gpus[e]
+        job = a.job[e]
+        spread: NDArray[np.bool_] | bool = False
+        if self.cfg.migrate_gangs:  # what the job holds on all its nodes together
+            g = np.bincount(a.job, weights=a.gpus, minlength=self.J)[job].astype(np.int64)
+            cpus = np.bincount(a.job, weights=a.cpus, minlength=self.J)[job]
+            mem = np.bincount(a.job, weights=a.mem, minlength=self.J)[job]
+            big = np.zeros(self.J, dtype=np.int64)
+            np.maximum.at(big, a.job, self.cluster.node_gpus[a.node])
+            spread = count[job] > -(-g // np.maximum(big[job], 1))
+        else:
+            g, cpus, mem = a.gpus[e], a.cpus[e], a.mem[e]
         nt = self.cluster.node_type
-        here = self.tm.isolated(wl.model[job], nt[ns], g, False)  # (S,)
+        here = self.tm.isolated(wl.model[job], nt[ns], g, spread)  # (S,)
         there = self.tm.isolated(wl.model[job][:, None], nt[None, :], g[:, None], False)
         ok = (
             self.node_up[None, :]
             & (self.free_g[None, :] >= g[:, None])
-            & (self.free_c[None, :] >= a.cpus[e][:, None] - 1e-9)
-            & (self.free_m[None, :] >= a.mem[e][:, None] - 1e-9)
+            & (self.free_c[None, :] >= cpus[:, None] - 1e-9)
+            & (self.free_m[None, :] >= mem[:, None] - 1e-9)
             & wl.allowed_types[job][:, nt]
             & (there >= self.cfg.migrate_speedup * here[:, None])
             & (here[:, None] > 0)

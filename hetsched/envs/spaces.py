@@ -158,6 +158,9 @@ class EnvSettings:
             times as fast (isolated throughput at its GPU count). The agents then place it
             there (a migration to a faster GPU, paid with the restart delay). None: evictions
             only while jobs wait.
+        migrate_gangs: With ``migrate_speedup``, a job running on several nodes (a gang) may
+            move too: to one node that has all the GPUs, cores and memory it holds free and
+            runs it that many times as fast as it runs now. False: only one-node jobs move.
         resizable: Resize actions: each agent also has one action per resident slot, after
             the placement and eviction actions, that doubles the GPUs of the slot's elastic
             job on the agent's node when no waiting job could use them
@@ -185,6 +188,7 @@ class EnvSettings:
     preemptive: bool = False
     evict_max: int | None = None
     migrate_speedup: float | None = None
+    migrate_gangs: bool = False
     stall_steps: int | None = 1000
     resizable: bool = False
 
@@ -216,6 +220,14 @@ class EnvSettings:
                     "preemptive=True or migrate_speedup=None"
                 )
             object.__setattr__(self, "migrate_speedup", float(ms))
+        if not isinstance(self.migrate_gangs, bool | np.bool_):
+            raise ValueError(f"migrate_gangs={self.migrate_gangs!r} must be true or false")
+        object.__setattr__(self, "migrate_gangs", bool(self.migrate_gangs))
+        if self.migrate_gangs and ms is None:
+            raise ValueError(
+                "migrate_gangs needs migrate_speedup (how many times faster a gang's new node "
+                "must run it); set migrate_speedup or migrate_gangs=False"
+            )
         if not isinstance(self.resizable, bool | np.bool_):
             raise ValueError(f"resizable={self.resizable!r} must be true or false")
         object.__setattr__(self, "resizable", bool(self.resizable))

@@ -81,10 +81,11 @@ def test_teacher_preset_is_the_teacher_of_the_agent_recipe() -> None:
         tc.elastic_share,
         tc.migrate_gain_s,
     )
-    assert (t.migrate_speedup, t.share_guard, t.window_backfill) == (
+    assert (t.migrate_speedup, t.share_guard, t.window_backfill, t.migrate_gangs) == (
         e.migrate_speedup,
         e.share_guard,
         e.window_backfill,
+        e.migrate_gangs,
     )
     assert e.preemptive and t.migrate_gain_s is not None  # the recipe migrates
 

@@ -108,3 +108,44 @@ def test_migrations_pass_the_conformance_kit() -> None:
         a = (rng.random(m.shape) * m).argmax(1)
         env.step(dict(zip(env.agents, a.tolist(), strict=True)))
     assert env.core.sim is not None and env.core.sim.done
+
+
+#: node_0 and node_1: 4 K80 GPUs each; node_2: 8 A100 GPUs.
+GANG_FAST: dict[str, Any] = {
+    "name": "k80x2_a100x8",
+    "nodes": [
+        {**TWO_NODES["nodes"][0], "gpu_type": "k80", "count": 2},
+        {**TWO_NODES["nodes"][0], "gpu_type": "a100", "count": 1, "gpus": 8, "cpus": 64,
+         "mem_gib": 512},
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("gangs", [False, True])
+def test_a_gang_migrates_to_one_faster_node_only_with_migrate_gangs(gangs: bool) -> None:
+    wl = jobs([8, 8], seconds=600.0)  # j0 (long) as a gang on the K80s, j1 on the A100
+    wl.work[0] *= 12.0
+    env = ClusterParallelEnv(
+        GANG_FAST, wl, throughput=TM, levels={"gpu": [1.0], "cpu": [1.0], "mem": [1.0]},
+        window=2, preemptive=True, migrate_speedup=1.25, migrate_gangs=gangs, advance="event",
+    )  # fmt: skip
+    env.reset(seed=0)
+    env.step(act(env, node_0=1, node_1=1, node_2=2))  # then time runs until j1 finishes
+    if not gangs:  # no legal action is left: the env runs j0 to its end on the K80s
+        assert env.core.sim is not None and env.core.sim.done and not env.agents
+        return
+    assert env.core.free_g.tolist() == [0, 0, 8]  # j0 holds both K80 nodes, the A100 is free
+    evict = env.core.n_place
+    legal = env.action_masks()[:, evict]
+    assert legal.tolist() == [True, True, False]  # each gang node may evict it
+    teacher = SJFTeacher(min_rel_rate=0.0, migrate_gain_s=60.0)
+    assert teacher.act(env.core).tolist() == [evict, 0, 0]  # the gang moves once
+    env.step(act(env, node_0=evict))  # the whole gang leaves both nodes
+    assert env.core.free_g.tolist() == [4, 4, 8] and env.core.pending.tolist() == [0]
+    *_, infos = env.step(act(env, node_2=1))
+    assert infos["node_2"]["placed"] == 1
+
+
+def test_migrate_gangs_needs_migrate_speedup() -> None:
+    with pytest.raises(ValueError, match="migrate_gangs needs migrate_speedup"):
+        EnvSettings(preemptive=True, migrate_gangs=True)

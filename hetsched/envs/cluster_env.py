@@ -140,21 +140,16 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
     first :meth:`reset` raises :class:`~hetsched.envs.core.EnvNotResetError`.
 
     **Version history.** ``hetsched/Cluster-v0`` (hetsched 0.1.0): first release. Later
-    changes were speed-ups and one fix that keep the spaces, dynamics and rewards: a stall is
-    also detected with ``skip_idle=False`` (before, such an episode ran to ``max_cycles``), and
-    two additions that change nothing by default: the optional progress shaping term
-    (``reward_weights={"progress": w}``, info key ``reward_progress``, 0 unless enabled) and
-    the window orders ``window_order="sjf"`` (shortest estimated run time first) and
-    ``window_order="typed"`` (each GPU type's shortest jobs on that type, in turn), and
-    ``window_backfill`` (slots for waiting jobs that may fit now; 0 by default) and
-    ``migrate_gangs`` (gangs may migrate too; off by default).
-    The info key ``evicted_jobs`` (always 0 here) came with ``hetsched/ClusterPreempt-v0``
-    (2026-11-26), this env with ``preemptive=True``, whose first version is its ``-v0``.
-    The stall detector (``stall_steps``) truncates only episodes that made no progress for that
-    many steps (before, they ran to ``max_cycles``), with the info keys ``unfinished_jobs`` and
-    ``no_progress_steps``.
-    The suffix is bumped whenever spaces, dynamics or rewards change (saved agents depend on
-    them: MAIFS checkpoints record the env id and observation layout and refuse a mismatch).
+    changes keep the spaces, dynamics and rewards: speed-ups; a stall is also detected with
+    ``skip_idle=False``; additions that change nothing by default (the progress shaping term
+    ``reward_weights={"progress": w}`` with info key ``reward_progress``; the window orders
+    ``"sjf"`` and ``"typed"``; ``window_backfill``; ``migrate_gangs``); the info key
+    ``evicted_jobs`` (always 0 here) with ``hetsched/ClusterPreempt-v0`` (2026-11-26, this env
+    with ``preemptive=True``, first version ``-v0``); the stall detector ``stall_steps`` (it
+    truncates only episodes without progress for that many steps) with the info keys
+    ``unfinished_jobs`` and ``no_progress_steps``. The suffix is bumped whenever spaces,
+    dynamics or rewards change (MAIFS checkpoints record the env id and observation layout and
+    refuse a mismatch).
 
     Args:
         cluster: A Cluster, a preset name (``hetsched/conf/cluster``) or a node-spec mapping.

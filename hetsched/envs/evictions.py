@@ -124,15 +124,20 @@ class EvictionRules(CoreState):
         ns, rs, e = ns[keep], rs[keep], e[keep]
         job = a.job[e]
         spread: NDArray[np.bool_] | bool = False
+        g: NDArray[np.int64] = a.gpus[e]
+        cpus: NDArray[np.float64] = a.cpus[e]
+        mem: NDArray[np.float64] = a.mem[e]
         if self.cfg.migrate_gangs:  # what the job holds on all its nodes together
             g = np.bincount(a.job, weights=a.gpus, minlength=self.J)[job].astype(np.int64)
-            cpus = np.bincount(a.job, weights=a.cpus, minlength=self.J)[job]
-            mem = np.bincount(a.job, weights=a.mem, minlength=self.J)[job]
+            per_job = (
+                np.bincount(a.job, weights=a.cpus, minlength=self.J),
+                np.bincount(a.job, weights=a.mem, minlength=self.J),
+            )
+            cpus = np.asarray(per_job[0][job], dtype=np.float64)
+            mem = np.asarray(per_job[1][job], dtype=np.float64)
             big = np.zeros(self.J, dtype=np.int64)
             np.maximum.at(big, a.job, self.cluster.node_gpus[a.node])
             spread = count[job] > -(-g // np.maximum(big[job], 1))
-        else:
-            g, cpus, mem = a.gpus[e], a.cpus[e], a.mem[e]
         nt = self.cluster.node_type
         here = self.tm.isolated(wl.model[job], nt[ns], g, spread)  # (S,)
         there = self.tm.isolated(wl.model[job][:, None], nt[None, :], g[:, None], False)

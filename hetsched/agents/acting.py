@@ -141,7 +141,7 @@ def masks_and_binding(
         keep[g1, c1, m1] = True
         mask[:, 1:P] &= np.tile(keep.ravel(), core.K).astype(np.int8)[None, :]
     if conf.share_guard:
-        mask[:, 1:P] &= share_guard(core).reshape(core.N, -1)
+        mask[:, 1:P] &= share_guard(core, conf.share_guard_all).reshape(core.N, -1)
     bind = None
     if conf.work_conserving:
         bind = binding_claims(core, conf, single, rates)

@@ -60,6 +60,7 @@ LEGACY: dict[tuple[str, str], object] = {
     ("teacher", "migrate_gain_s"): None,
     ("env", "window_backfill"): 0,
     ("env", "migrate_gangs"): False,
+    ("env", "share_guard_all"): False,
 }
 
 

@@ -91,6 +91,10 @@ class AgentEnvConf:
             fungible resources beyond a GPU's share come only from what no GPU of the node
             needs, so no GPU is stranded. Checkpoints saved before this field existed load
             with false.
+        share_guard_all: With ``share_guard``, keep the share of every free GPU of the node,
+            not only of those the window's other jobs could use, so that jobs arriving later
+            find cores and memory beside the free GPUs. Checkpoints saved before this field
+            existed load with false.
         migrate_speedup: With ``preemptive``, evictions are also legal while nothing waits
             when the job could move to a free node at least this many times as fast
             (``EnvSettings.migrate_speedup``; the teacher's migrations,
@@ -130,6 +134,7 @@ class AgentEnvConf:
     migrate_gangs: bool = False
     gang_binding: bool = False
     share_guard: bool = False
+    share_guard_all: bool = False
 
     def __post_init__(self) -> None:
         if self.decision_order not in DECISION_ORDERS:
@@ -473,6 +478,7 @@ class TeacherSchedulerConf:
     share_guard: bool = AgentEnvConf.share_guard
     window_backfill: int = AgentEnvConf.window_backfill
     migrate_gangs: bool = AgentEnvConf.migrate_gangs
+    share_guard_all: bool = AgentEnvConf.share_guard_all
 
 
 def register_agent_configs() -> None:

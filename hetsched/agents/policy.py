@@ -195,6 +195,7 @@ class TeacherPolicy(ActorPolicy):
             (``EnvSettings.window_backfill``).
         migrate_gangs: With ``migrate_speedup``, gangs may migrate too
             (``EnvSettings.migrate_gangs``).
+        share_guard_all: The share guard keeps the share of every free GPU.
     """
 
     def __init__(
@@ -214,6 +215,7 @@ class TeacherPolicy(ActorPolicy):
         share_guard: bool = AgentEnvConf.share_guard,
         window_backfill: int = AgentEnvConf.window_backfill,
         migrate_gangs: bool = AgentEnvConf.migrate_gangs,
+        share_guard_all: bool = AgentEnvConf.share_guard_all,
     ) -> None:
         if migrate_gain_s is not None and migrate_speedup is None:
             raise ValueError(
@@ -229,6 +231,7 @@ class TeacherPolicy(ActorPolicy):
             resize_gain_s=resize_gain_s,
             migrate_gain_s=migrate_gain_s,
             share_guard=share_guard,
+            share_guard_all=share_guard_all,
         )
         settings = EnvSettings(
             window=window,
@@ -263,6 +266,7 @@ class TeacherPolicy(ActorPolicy):
             share_guard=e.share_guard,
             window_backfill=e.window_backfill,
             migrate_gangs=e.migrate_gangs,
+            share_guard_all=e.share_guard_all,
         )
 
 

@@ -144,14 +144,15 @@ def preemption_room(
     )
 
 
-def share_guard(core: EnvCore) -> NDArray[np.bool_]:
+def share_guard(core: EnvCore, every_gpu: bool = False) -> NDArray[np.bool_]:
     """Claims that leave a node's other free GPUs their share of its CPU cores and memory,
     shape (N, K, L_g, L_c, L_m) (``agent.env.share_guard``).
 
     A claim passes iff the cores and memory it takes leave at least the node's cores (memory)
     per GPU times the GPUs it leaves free that the other window jobs could use (at most the
     sum of their ``min_gpus`` over the jobs whose GPU types include the node's; for a gang
-    claim, every GPU it leaves free). A gang member is counted with the GPUs it
+    claim, every GPU it leaves free); with ``every_gpu`` (``agent.env.share_guard_all``) times
+    every GPU it leaves free, so that jobs arriving later find their share too. A gang member is counted with the GPUs it
     can give at the claim's levels (its free GPUs, its cores and memory over the levels' per-GPU
     amounts, at most the job's GPUs). Every level of a (node, job) pair none of whose legal
     claims would pass stays legal: the guard never makes a job unplaceable on a node, it only
@@ -173,7 +174,7 @@ def share_guard(core: EnvCore) -> NDArray[np.bool_]:
     others = (need.sum(axis=1, keepdims=True) - need)[:, :, None, None, None]
     # free GPUs left that other waiting jobs could use; a gang member's are always counted (a
     # level whose cores or memory cut the GPUs a member gives leaves the rest stranded)
-    left = np.where(ma.single, np.minimum(fg - give, others), fg - give)
+    left = fg - give if every_gpu else np.where(ma.single, np.minimum(fg - give, others), fg - give)
     per_c = (cl.node_cpus / cl.node_gpus)[:, None, None, None, None]
     per_m = (cl.node_mem / cl.node_gpus)[:, None, None, None, None]
     ok_c: NDArray[np.bool_] = fc - give * cpg >= left * per_c - EPS
@@ -202,6 +203,8 @@ class SJFTeacher:
             only). None: never migrate.
         share_guard: Claim only at levels :func:`share_guard` allows (the agent's
             ``env.share_guard``), so that its labels are actions of the agent.
+        share_guard_all: The guard keeps the share of every free GPU (the agent's
+            ``env.share_guard_all``).
     """
 
     def __init__(
@@ -216,8 +219,10 @@ class SJFTeacher:
         resize_gain_s: float | None = None,
         migrate_gain_s: float | None = None,
         share_guard: bool = False,
+        share_guard_all: bool = False,
     ) -> None:
         self.share_guard = bool(share_guard)
+        self.share_guard_all = bool(share_guard_all)
         for name, v in (("resize_gain_s", resize_gain_s), ("migrate_gain_s", migrate_gain_s)):
             if v is not None and not v >= 0.0:
                 raise ValueError(f"{name}={v!r} must be >= 0 seconds (or None)")
@@ -261,6 +266,7 @@ class SJFTeacher:
             t.resize_gain_s,
             t.migrate_gain_s,
             conf.env.share_guard,
+            conf.env.share_guard_all,
         )
 
     def gpu_levels(self, core: EnvCore) -> slice:
@@ -297,7 +303,7 @@ class SJFTeacher:
         only[self.gpu_levels(core), slice(None) if self.fungible else slice(c1, c1 + 1)] = True
         single = ma.single[:, :, :, :, m1] & only  # (N, K, Lg, Lc)
         if self.share_guard:
-            guard = share_guard(core) if guard is None else guard
+            guard = share_guard(core, self.share_guard_all) if guard is None else guard
             single = single & guard[..., m1]
         # Prefer the highest phi; among equal phi, the smallest CPU level (leaves CPU for others).
         lc = np.asarray(core.cfg.levels.cpu)
@@ -399,7 +405,7 @@ class SJFTeacher:
         assert core.sim is not None and core.jt is not None and core.wl is not None
         N = core.N
         g1, c1, m1 = core.cfg.levels.one_index
-        guard = share_guard(core) if self.share_guard else None
+        guard = share_guard(core, self.share_guard_all) if self.share_guard else None
         rate, lvl, lvl_g = self.rates(core, guard)
         w = np.where(core.slot_ok, core.window, 0)
         rem = _seen_remaining(core)[w]

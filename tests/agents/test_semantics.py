@@ -53,6 +53,20 @@ def test_share_guard_gives_spare_cores_when_nothing_else_waits_or_nothing_fits()
     assert share_guard(tight.core)[0, 0, 0, :, 0].tolist() == [True, True]  # never unplaceable
 
 
+def test_share_guard_all_keeps_the_share_of_gpus_no_waiting_job_needs_yet() -> None:
+    alone = _node_env(64.0, [0.0, 3600.0], [4, 4])  # job 1 is not in the window yet
+    # 2x takes the 4 free GPUs' cores: allowed by the guard, not by share_guard_all
+    assert share_guard(alone.core, every_gpu=True)[0, 0, 0, :, 0].tolist() == [True, False]
+    conf = AgentEnvConf(wait_below=0.0, share_guard=True, share_guard_all=True)
+    mask, _ = agent_masks(alone.core, conf)
+    assert mask[0, int(alone.core.codec.encode(0, 0, 1, 0))] == 0
+    label = SJFTeacher(share_guard=True, share_guard_all=True).act(alone.core)
+    assert alone.core.codec.decode(label[:1])[2].tolist() == [0]  # the 1x CPU level
+    tight = _node_env(40.0, [0.0, 3600.0], [4, 4])
+    tight.core.free_c[0] = 30.0  # every claim of job 0 would strand: it stays placeable
+    assert share_guard(tight.core, every_gpu=True)[0, 0, 0, :, 0].tolist() == [True, True]
+
+
 def test_gang_binding_makes_gang_claims_bind_and_fills_the_first_gang() -> None:
     # three 4-GPU A100 nodes; two 8-GPU jobs that no node can host alone
     cl = make_cluster([{"gpu_type": "a100", "count": 3, "gpus": 4, "cpus": 64, "mem_gib": 512}])

@@ -23,7 +23,7 @@ def test_runs_to_completion_under_failures(scheduler: str) -> None:
             overrides=[
                 f"scheduler=[{scheduler}]",
                 "workload.num_jobs=60",
-                "sim.failures.mtbf_h=4",
+                "sim.failures.mtbf_h=2",
                 "sim.failures.repair_h=0.5",
                 "sim.checkpoint.interval_s=900",
                 "sim.checkpoint.cost_s=15",

@@ -130,6 +130,14 @@ class FitProbe:
         t = np.asarray(self.times + [max(end_s, self.times[-1])])
         return np.asarray(self.idle) * np.diff(t) * np.asarray(self.fits) / 3600.0
 
+    def _split(self, labels: list[str], end_s: float) -> dict[str, float]:
+        """:meth:`idle_fit_gpu_h` summed per label of the recorded intervals (GPU-hours)."""
+        out: dict[str, float] = {}
+        if self.times:
+            for k, w in zip(labels, self._weights(end_s).tolist(), strict=True):
+                out[k] = out.get(k, 0.0) + w
+        return out
+
     def idle_fit_gpu_h(self, end_s: float) -> float:
         """GPU-hours idle while a waiting job fits, up to ``end_s`` (s)."""
         return float(self._weights(end_s).sum()) if self.times else 0.0
@@ -139,11 +147,7 @@ class FitProbe:
         (keys of :data:`hetsched.agents.policy.LAST_STEPS` for the MAIFS network and its
         teacher: every agent passed, claims none granted, ...; ``n/a`` for other
         schedulers)."""
-        out: dict[str, float] = {}
-        if self.times:
-            for k, w in zip(self.last, self._weights(end_s).tolist(), strict=True):
-                out[k] = out.get(k, 0.0) + w
-        return out
+        return self._split(self.last, end_s)
 
     def idle_by_cause(self, end_s: float) -> dict[str, float]:
         """The single-node fits of :meth:`idle_breakdown` (``single`` and ``slow_only``) split
@@ -151,11 +155,7 @@ class FitProbe:
         (:data:`hetsched.envs.idle.IDLE_CAUSES`, for policies with an ``idle_cause`` method: the
         MAIFS network and its teacher; ``n/a`` for the other schedulers and the gang-only
         fits)."""
-        out: dict[str, float] = {}
-        if self.times:
-            for k, w in zip(self.cause, self._weights(end_s).tolist(), strict=True):
-                out[k] = out.get(k, 0.0) + w
-        return out
+        return self._split(self.cause, end_s)
 
     def idle_breakdown(self, end_s: float) -> dict[str, float]:
         """:meth:`idle_fit_gpu_h` split by what the waiting jobs need, in GPU-hours: ``single``

@@ -152,8 +152,6 @@ def _window_py(
         if placed[j]:
             continue
         window[n] = j
-        if n == 0 or min_gpus[j] < g:
-            g = min_gpus[j]
         n += 1
     if backfill > 0 and i < P:
         skipped = np.empty(backfill, dtype=np.int64)
@@ -170,8 +168,6 @@ def _window_py(
                     break
             if may:
                 window[n] = j
-                if n == 0 or min_gpus[j] < g:
-                    g = min_gpus[j]
                 n += 1
             elif n_skip < backfill:
                 skipped[n_skip] = j
@@ -179,14 +175,13 @@ def _window_py(
         for s in range(n_skip):
             if n == K:
                 break
-            j = skipped[s]
-            window[n] = j
-            if n == 0 or min_gpus[j] < g:
-                g = min_gpus[j]
+            window[n] = skipped[s]
             n += 1
     for k in range(K):
         if k >= n:
             window[k] = -1
+        elif k == 0 or min_gpus[window[k]] < g:
+            g = min_gpus[window[k]]
         slot_ok[k] = k < n
     if n == 0:
         return False

@@ -138,15 +138,25 @@ def test_fit_probe_counts_idle_gpus_only_while_a_waiting_job_fits() -> None:
     assert probe.idle_by_last_step(9000.0) == pytest.approx({"failed": 5.0, "pass": 0.0})
 
 
-def test_fit_probe_records_the_last_step_of_actor_policies_only() -> None:
+def test_fit_probe_records_the_last_step_and_idle_cause_of_actor_policies_only() -> None:
     nodes = [{"gpu_type": "v100", "count": 2, "gpus": 2, "cpus": 16, "mem_gib": 64}]
     st = _probe_state(nodes, 2, {"v100": 1.0}, [True, True])
     plain, actor = FitProbe(_Idle()), FitProbe(_Idle())
     actor.policy.last_step = "pass"  # what ActorPolicy.decide sets
+    calls: list[tuple[list[int], list[int]]] = []
+
+    def idle_cause(jobs: Any, nodes: Any) -> str:  # what ActorPolicy.idle_cause answers
+        calls.append((jobs.tolist(), nodes.tolist()))
+        return "window"
+
+    actor.policy.idle_cause = idle_cause
     for p in (plain, actor):
         p.decide(st)
     assert plain.last == ["n/a"] and actor.last == ["pass"]
     assert actor.idle_by_last_step(3600.0) == pytest.approx({"pass": 4.0})
+    assert calls == [([0, 0], [0, 1])]  # the waiting job with each node whose free GPUs it fits
+    assert plain.idle_by_cause(3600.0) == pytest.approx({"n/a": 4.0})
+    assert actor.idle_by_cause(3600.0) == pytest.approx({"window": 4.0})
 
 
 class _Idle:

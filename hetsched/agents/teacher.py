@@ -38,13 +38,13 @@ Rule, at every decision step:
    again before the next round (with ``evict_ratio`` set, steps 1-3 skip it).
    *Migrations* (only in the preemptive env with ``EnvSettings.migrate_speedup``, with
    ``migrate_gain_s`` set): an agent with no action evicts the one-node job (or, with
-   ``EnvSettings.migrate_gangs``, the gang) in its resident slots whose estimated run time
-   left (isolated rate at its GPUs, as placed) shortens most by moving to
-   a node that is free this step, of a GPU type the job allows, with its GPUs, cores and
-   memory free and no window job that could be placed there alone, if the time saved, less
-   the model's restart delay, exceeds ``migrate_gain_s``; one move per target node and job. The job
-   rejoins the window and step 3 places it on the fastest free node at the next decision
-   step. With migrations, long jobs need not wait for a fast GPU (``min_rel_rate=0``).
+   ``EnvSettings.migrate_gangs``, the gang) in its resident slots whose estimated run time left
+   (isolated rate at its GPUs, as placed) shortens most by moving to a node that is free this
+   step, of a GPU type the job allows, with its GPUs, cores and memory free and no window job
+   that could be placed there alone, if the time saved, less the model's restart delay, exceeds
+   ``migrate_gain_s``; one move per target node and per job. The job rejoins the window and step
+   3 places it on the fastest free node at the next decision step. With migrations, long jobs
+   need not wait for a fast GPU (``min_rel_rate=0``).
 5. Resizes (only in an env with ``resizable``, with ``resize_gain_s`` set): each agent with no
    action and a legal resize (the env allows one only where no waiting job fits the node)
    doubles the resident job whose estimated run time left (isolated rate at its GPUs where it
@@ -148,16 +148,16 @@ def share_guard(core: EnvCore, every_gpu: bool = False) -> NDArray[np.bool_]:
     """Claims that leave a node's other free GPUs their share of its CPU cores and memory,
     shape (N, K, L_g, L_c, L_m) (``agent.env.share_guard``).
 
-    A claim passes iff the cores and memory it takes leave at least the node's cores (memory)
-    per GPU times the GPUs it leaves free that the other window jobs could use (at most the
-    sum of their ``min_gpus`` over the jobs whose GPU types include the node's; for a gang
-    claim, every GPU it leaves free); with ``every_gpu`` (``agent.env.share_guard_all``) times
-    every GPU it leaves free, so that jobs arriving later find their share too. A gang member is counted with the GPUs it
-    can give at the claim's levels (its free GPUs, its cores and memory over the levels' per-GPU
-    amounts, at most the job's GPUs). Every level of a (node, job) pair none of whose legal
-    claims would pass stays legal: the guard never makes a job unplaceable on a node, it only
-    takes away the levels that strand GPUs (free GPUs no job can use for want of cores or
-    memory) where others exist.
+    A claim passes iff the cores and memory it takes leave at least the node's cores (memory) per
+    GPU times the GPUs it leaves free that the other window jobs could use (at most the sum of
+    their ``min_gpus`` over the jobs whose GPU types include the node's; for a gang claim, every
+    GPU it leaves free); with ``every_gpu`` (``agent.env.share_guard_all``) times every GPU it
+    leaves free, so that jobs arriving later find their share too. A gang member is counted with
+    the GPUs it can give at the claim's levels (its free GPUs, its cores and memory over the
+    levels' per-GPU amounts, at most the job's GPUs). Every level of a (node, job) pair none of
+    whose legal claims would pass stays legal: the guard never makes a job unplaceable on a
+    node, it only takes away the levels that strand GPUs (free GPUs no job can use for want of
+    cores or memory) where others exist.
     """
     assert core.jt is not None
     ma, cl = core.ma, core.cluster

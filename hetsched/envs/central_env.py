@@ -67,11 +67,11 @@ class ClusterCentralEnv(gymnasium.Env[NDArray[np.float32], np.int64]):
     jobs not finished). :meth:`step`, :meth:`step_allocation` and :meth:`action_masks` before
     the first :meth:`reset` raise :class:`~hetsched.envs.core.EnvNotResetError`.
 
-    **Version history.** ``hetsched/ClusterCentral-v0`` (hetsched 0.1.0): first release; the
-    same later changes as ``hetsched/Cluster-v0`` (speed-ups; stall detection with
-    ``skip_idle=False``; the ``stall_steps`` detector and its info keys; the optional progress shaping term and the ``"sjf"`` and ``"typed"``
-    window orders and ``window_backfill``, all off by default), none of which changes spaces, dynamics or default
-    rewards.
+    **Version history.** ``hetsched/ClusterCentral-v0`` (hetsched 0.1.0): first release; the same
+    later changes as ``hetsched/Cluster-v0`` (speed-ups; stall detection with
+    ``skip_idle=False``; the ``stall_steps`` detector and its info keys; the optional progress
+    shaping term and the ``"sjf"`` and ``"typed"`` window orders and ``window_backfill``, all
+    off by default), none of which changes spaces, dynamics or default rewards.
 
     Args: as :class:`hetsched.envs.cluster_env.ClusterParallelEnv` (``conflict_rule`` is
     accepted for a uniform signature and unused: one placement per step cannot conflict;

@@ -106,10 +106,10 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
     ``A = 1 + K L_g L_c L_m + R`` (293 with the defaults); action ``A - R + r`` evicts the job
     in the agent's resident slot ``r``. Legal iff the slot holds a job that was running when
     the round started, the node is up and a job waits in the window (with ``migrate_speedup``,
-    or the job could move to a free node that runs it that many times as fast; a one-node job
-    only, unless ``migrate_gangs``). Claims are resolved first, then evictions: the job leaves every node that holds it (a gang too), its
-    resources are free at the next decision step and it rejoins the waiting queue with its
-    progress (the engine charges its restart delay when it runs again). A step that evicts
+    or the job could move to a free node that runs it that many times as fast; a gang only
+    with ``migrate_gangs``). Claims are resolved first, then evictions: the job leaves every
+    node that holds it, its resources are free at the next decision step and it rejoins the
+    queue with its progress (the engine charges its restart delay when it runs again). A step that evicts
     keeps the round going; a round is shown to the agents while an eviction is legal even if
     no placement is. ``infos[a]["evicted_jobs"]`` counts the jobs a step evicted. The
     observation is the same as without eviction actions.

@@ -135,9 +135,9 @@ class EvictionRules(CoreState):
             )
             cpus = np.asarray(per_job[0][job], dtype=np.float64)
             mem = np.asarray(per_job[1][job], dtype=np.float64)
-            big = np.zeros(self.J, dtype=np.int64)
+            big = np.zeros(self.J, dtype=np.int64)  # the largest node each job runs on
             np.maximum.at(big, a.job, self.cluster.node_gpus[a.node])
-            spread = count[job] > -(-g // np.maximum(big[job], 1))
+            spread = count[job] > -(-g // np.maximum(big[job], 1))  # claims.is_spread, per job
         nt = self.cluster.node_type
         here = self.tm.isolated(wl.model[job], nt[ns], g, spread)  # (S,)
         there = self.tm.isolated(wl.model[job][:, None], nt[None, :], g[:, None], False)

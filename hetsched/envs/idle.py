@@ -42,14 +42,11 @@ def idle_cause(core: EnvCore, jobs: NDArray[np.int64], nodes: NDArray[np.int64])
     """
     jt = core.jt
     assert jt is not None
-    slot = np.full(int(core.J), -1, dtype=np.int64)
-    shown = np.flatnonzero(core.slot_ok)
-    slot[core.window[shown]] = shown
-    k = slot[jobs]
-    seen = k >= 0
+    in_slot = (jobs[:, None] == core.window[None, :]) & core.slot_ok[None, :]  # (B, K)
+    seen = in_slot.any(axis=1)
     if not seen.any():
         return IDLE_CAUSES[0]
-    j, n, k = jobs[seen], nodes[seen], k[seen]
+    j, n, k = jobs[seen], nodes[seen], in_slot[seen].argmax(axis=1)
     ma = core.ma
     legal = (ma.legal[n, k] & ma.single[n, k]).reshape(j.size, -1).any(axis=1)  # hosts it alone
     if legal.any():

@@ -142,41 +142,33 @@ def _window_py(
             top = f
         per_type[node_type[i]] += f
     head = K - backfill
+    skipped = np.empty(backfill, dtype=np.int64)  # waiting jobs passed over for a backfill slot
     n = 0
+    n_skip = 0
     g = 0
-    P = pending.shape[0]
-    i = 0
-    while i < P and n < head:
+    for i in range(pending.shape[0]):
+        if n == K:
+            break
         j = pending[i]
-        i += 1
         if placed[j]:
             continue
-        window[n] = j
-        n += 1
-    if backfill > 0 and i < P:
-        skipped = np.empty(backfill, dtype=np.int64)
-        n_skip = 0
-        while i < P and n < K:
-            j = pending[i]
-            i += 1
-            if placed[j]:
-                continue
-            may = False
+        take = n < head
+        if not take:  # a backfill slot: only a job that may fit now
             for t in range(n_types):
                 if allowed[j, t] and per_type[t] >= min_gpus[j]:
-                    may = True
+                    take = True
                     break
-            if may:
-                window[n] = j
-                n += 1
-            elif n_skip < backfill:
-                skipped[n_skip] = j
-                n_skip += 1
-        for s in range(n_skip):
-            if n == K:
-                break
-            window[n] = skipped[s]
+        if take:
+            window[n] = j
             n += 1
+        elif n_skip < backfill:
+            skipped[n_skip] = j
+            n_skip += 1
+    for s in range(n_skip):  # too few may fit: the next ones that may not
+        if n == K:
+            break
+        window[n] = skipped[s]
+        n += 1
     for k in range(K):
         if k >= n:
             window[k] = -1

@@ -79,9 +79,8 @@ class WindowRules(CoreState):
         such jobs that *may fit* now: all up nodes of some GPU type the job allows have at least
         its fewest GPUs (at any legal level) free together. If too few may, the next jobs that
         may not fill the rest (in that order), so the window is never emptier than without
-        backfill. Without
-        backfill slots this is the first K waiting jobs: a queue whose first K jobs cannot run
-        hides every job behind them that could.
+        backfill. Without backfill slots this is the first K waiting jobs: a queue whose first
+        K jobs cannot run hides every job behind them that could.
         """
         assert self.jt is not None
         p = self.pending
@@ -90,8 +89,7 @@ class WindowRules(CoreState):
         if self.cfg.window_backfill == 0 or rest.size <= head:
             return rest[: self.K]
         tail = rest[head:]
-        up_free = self.free_g if self.failures is None else np.where(self.node_up, self.free_g, 0)
-        per_type = np.bincount(self.cluster.node_type, weights=up_free, minlength=NUM_TYPES)
+        per_type = self._free_per_type(self._up_free())
         may = (self.jt.allowed[tail] & (per_type[None, :] >= self.jt.min_gpus[tail, None])).any(1)
         b = self.cfg.window_backfill
         fill = np.concatenate([tail[may][:b], tail[~may][:b]])[:b]
@@ -103,8 +101,16 @@ class WindowRules(CoreState):
             return False
         assert self.jt is not None
         g = int(self.jt.min_gpus[jobs].min())
-        up_free = self.free_g if self.failures is None else np.where(self.node_up, self.free_g, 0)
+        up_free = self._up_free()
         if int(up_free.max()) >= g:  # one node alone has room (the common case)
             return True
+        return bool(self._free_per_type(up_free).max() >= g)
+
+    def _up_free(self) -> NDArray[np.int64]:
+        """Free GPUs per node, 0 on nodes that are down, shape (N,)."""
+        return self.free_g if self.failures is None else np.where(self.node_up, self.free_g, 0)
+
+    def _free_per_type(self, up_free: NDArray[np.int64]) -> NDArray[np.float64]:
+        """``up_free`` summed over the nodes of each catalogue GPU type, shape (NUM_TYPES,)."""
         per_type = np.bincount(self.cluster.node_type, weights=up_free, minlength=NUM_TYPES)
-        return bool(per_type.max() >= g)
+        return np.asarray(per_type, dtype=np.float64)

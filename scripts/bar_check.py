@@ -13,9 +13,11 @@ Results):
   are at most twice Sia's; ``idle_gpu_h`` is the total over all runs.
 
 Sia, Gavel, FIFO and LAS run the exact track only (they use no remaining work); every track of
-another scheduler is compared with those exact-track runs. Usage::
+another scheduler is compared with those exact-track runs. ``--failing`` lists instead, one
+row per scenario, where a scheduler misses a part and by how much. Usage::
 
     python scripts/bar_check.py outputs/benchmark/validation [--scheduler maifs maifs_teacher]
+    python scripts/bar_check.py outputs/benchmark/test --scheduler maifs --failing
 
 Exit code 2 with one line when the directory has no ``cells.csv``, the file lacks a column or
 holds a value that is not a number, or the run lacks a reference scheduler.
@@ -63,16 +65,17 @@ def _load(path: Path) -> list[dict[str, str]]:
     return rows
 
 
-def bar_rows(rows: list[dict[str, str]], schedulers: list[str] | None) -> list[dict[str, object]]:
-    """The bar per (scheduler, track) from benchmark cells (see the module docstring).
-
-    Args:
-        rows: Rows of ``cells.csv``.
-        schedulers: Schedulers to score (``None``: every scheduler that is not a reference).
+def _per_scenario(
+    rows: list[dict[str, str]], schedulers: list[str] | None
+) -> dict[tuple[str, str], tuple[list[float], dict[str, dict[str, float]], float]]:
+    """Ratios and per-scenario means for every scored (scheduler, track).
 
     Returns:
-        One dict per (scheduler, track): ``scheduler``, ``track``, ``runs``, ``iqm_vs_best``,
-        ``below_fifo_las``, ``makespan_ok``, ``idle_ok`` (``"k/n"`` strings) and ``idle_gpu_h``.
+        ``{(scheduler, track): (ratios, means, idle_total)}``: ``ratios`` holds each run's avg
+        JCT over the lower of Sia's and Gavel's on the same scenario and seed;
+        ``means[scenario]`` the mean over seeds of ``jct``, ``makespan``, ``idle`` and of each
+        reference's ``<ref>_jct``, ``<ref>_makespan`` and ``sia_idle``; ``idle_total`` the
+        idle GPU-hours summed over all runs.
     """
     ref: dict[tuple[str, str, str], dict[str, float]] = {}
     cells: dict[tuple[str, str], list[dict[str, str]]] = defaultdict(list)
@@ -86,7 +89,7 @@ def bar_rows(rows: list[dict[str, str]], schedulers: list[str] | None) -> list[d
             f"bar_check: the run has no exact-track cells of {', '.join(missing)}; "
             f"add them to scheduler=[...]"
         )
-    out: list[dict[str, object]] = []
+    out: dict[tuple[str, str], tuple[list[float], dict[str, dict[str, float]], float]] = {}
     for (sched, track), rs in sorted(cells.items()):
         if sched in REFERENCES or (schedulers and sched not in schedulers):
             continue
@@ -107,26 +110,84 @@ def bar_rows(rows: list[dict[str, str]], schedulers: list[str] | None) -> list[d
                 p[f"{s}_jct"].append(ref[(s, *key)]["avg_jct_h"])
                 p[f"{s}_makespan"].append(ref[(s, *key)]["makespan_h"])
             p["sia_idle"].append(sia["idle_fit_gpu_h"])
-        m = {n: {k: float(np.mean(v)) for k, v in p.items()} for n, p in per_scn.items()}
-        below = sum(v["jct"] < min(v["fifo_jct"], v["las_jct"]) for v in m.values())
-        mk = sum(
-            v["makespan"] <= MAKESPAN_SLACK * min(v["sia_makespan"], v["gavel_makespan"])
-            for v in m.values()
-        )
-        idle = sum(v["idle"] <= IDLE_FACTOR * v["sia_idle"] + 1e-9 for v in m.values())
+        means = {n: {k: float(np.mean(v)) for k, v in p.items()} for n, p in per_scn.items()}
+        out[(sched, track)] = (ratios, means, sum(float(r["idle_fit_gpu_h"]) for r in rs))
+    return out
+
+
+def _checks(v: dict[str, float]) -> tuple[bool, bool, bool]:
+    """(below FIFO and LAS, makespan within the slack, idle within the factor) of one scenario."""
+    return (
+        v["jct"] < min(v["fifo_jct"], v["las_jct"]),
+        v["makespan"] <= MAKESPAN_SLACK * min(v["sia_makespan"], v["gavel_makespan"]),
+        v["idle"] <= IDLE_FACTOR * v["sia_idle"] + 1e-9,
+    )
+
+
+def bar_rows(rows: list[dict[str, str]], schedulers: list[str] | None) -> list[dict[str, object]]:
+    """The bar per (scheduler, track) from benchmark cells (see the module docstring).
+
+    Args:
+        rows: Rows of ``cells.csv``.
+        schedulers: Schedulers to score (``None``: every scheduler that is not a reference).
+
+    Returns:
+        One dict per (scheduler, track): ``scheduler``, ``track``, ``runs``, ``iqm_vs_best``,
+        ``below_fifo_las``, ``makespan_ok``, ``idle_ok`` (``"k/n"`` strings) and ``idle_gpu_h``.
+    """
+    out: list[dict[str, object]] = []
+    for (sched, track), (ratios, m, idle_total) in _per_scenario(rows, schedulers).items():
+        below, mk, idle = (sum(c) for c in zip(*(_checks(v) for v in m.values()), strict=True))
         n = len(m)
         out.append(
             {
                 "scheduler": sched,
                 "track": track,
-                "runs": len(rs),
+                "runs": len(ratios),
                 "iqm_vs_best": round(iqm(np.asarray(ratios)), 3),
                 "below_fifo_las": f"{below}/{n}",
                 "makespan_ok": f"{mk}/{n}",
                 "idle_ok": f"{idle}/{n}",
-                "idle_gpu_h": round(sum(float(r["idle_fit_gpu_h"]) for r in rs), 1),
+                "idle_gpu_h": round(idle_total, 1),
             }
         )
+    return out
+
+
+def failing_rows(
+    rows: list[dict[str, str]], schedulers: list[str] | None
+) -> list[dict[str, object]]:
+    """The scenarios where a scored (scheduler, track) misses a part of the bar.
+
+    Returns:
+        One dict per failing scenario: ``scheduler``, ``track``, ``scenario``, ``jct_vs_best``
+        (mean avg JCT over the lower of Sia's and Gavel's means), ``jct_vs_fifo_las`` (over the
+        lower of FIFO's and LAS's; must be below 1), ``makespan_vs_best`` (must be at most
+        1.05), ``idle_gpu_h`` and ``sia_idle_gpu_h`` (means over seeds), and ``fails`` naming
+        the missed parts.
+    """
+    out: list[dict[str, object]] = []
+    for (sched, track), (_, m, _) in _per_scenario(rows, schedulers).items():
+        for scn, v in sorted(m.items()):
+            ok = _checks(v)
+            if all(ok):
+                continue
+            names = ("below_fifo_las", "makespan", "idle")
+            out.append(
+                {
+                    "scheduler": sched,
+                    "track": track,
+                    "scenario": scn,
+                    "jct_vs_best": round(v["jct"] / min(v["sia_jct"], v["gavel_jct"]), 3),
+                    "jct_vs_fifo_las": round(v["jct"] / min(v["fifo_jct"], v["las_jct"]), 3),
+                    "makespan_vs_best": round(
+                        v["makespan"] / min(v["sia_makespan"], v["gavel_makespan"]), 3
+                    ),
+                    "idle_gpu_h": round(v["idle"], 2),
+                    "sia_idle_gpu_h": round(v["sia_idle"], 2),
+                    "fails": " ".join(n for n, o in zip(names, ok, strict=True) if not o),
+                }
+            )
     return out
 
 
@@ -135,13 +196,26 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("run_dir", type=Path, help="a benchmark out_dir (holds cells.csv)")
     p.add_argument("--scheduler", nargs="*", default=None, help="schedulers to score")
+    p.add_argument(
+        "--failing", action="store_true", help="list the scenarios that miss a part of the bar"
+    )
     a = p.parse_args(argv)
     try:
-        table = bar_rows(_load(a.run_dir), a.scheduler)
+        rows = _load(a.run_dir)
+        absent = sorted(set(a.scheduler or ()) - {r["scheduler"] for r in rows})
+        if absent:
+            raise SystemExit(
+                f"bar_check: {a.run_dir / 'cells.csv'} has no cells of scheduler "
+                f"{', '.join(absent)}; pick from those the run scored"
+            )
+        table = (failing_rows if a.failing else bar_rows)(rows, a.scheduler)
     except SystemExit as e:
         print(e, file=sys.stderr)
         return 2
-    cols = list(table[0]) if table else []
+    if not table:
+        print("every scored scenario meets the bar" if a.failing else "no scheduler to score")
+        return 0
+    cols = list(table[0])
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
     for row in table:

@@ -76,3 +76,29 @@ def test_missing_reference_or_file_is_one_line_and_exit_2(
     (tmp_path / "bad" / "cells.csv").write_text("scenario,scheduler\na,sia\n")
     assert main([str(bad)]) == 2
     assert "no column track" in capsys.readouterr().err
+
+
+def test_failing_lists_each_missed_part_by_scenario(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [*_refs("a", 0), *_refs("b", 0, sia=6.0, gavel=3.0)]
+    rows += [("a", "net", "exact", 0, 1.0, 10.4, 0.0), ("b", "net", "exact", 0, 4.8, 11.0, 2.0)]
+    failing: Callable[..., list[dict[str, object]]] = _script()["failing_rows"]
+    with (_write(tmp_path, rows) / "cells.csv").open() as f:
+        table = failing(list(csv.DictReader(f)), None)
+    assert [r["scenario"] for r in table] == ["b"]  # a meets every part
+    (b,) = table
+    assert b["fails"] == "below_fifo_las makespan idle"
+    assert b["jct_vs_best"] == pytest.approx(1.6)  # 4.8 over Gavel's 3
+    assert b["jct_vs_fifo_las"] == pytest.approx(4.8 / 4.5, abs=1e-3)
+    assert b["makespan_vs_best"] == pytest.approx(1.1)
+    assert (b["idle_gpu_h"], b["sia_idle_gpu_h"]) == (2.0, 0.0)
+    main: Callable[[list[str]], int] = _script()["main"]
+    assert main([str(tmp_path), "--failing", "--scheduler", "net"]) == 0
+    out = capsys.readouterr().out
+    assert "| net | exact | b |" in out and "| net | exact | a |" not in out
+    assert main([str(tmp_path), "--scheduler", "nobody"]) == 2
+    assert "no cells of scheduler nobody" in capsys.readouterr().err
+    good = [*_refs("a", 0), ("a", "net", "exact", 0, 1.0, 10.4, 0.0)]
+    assert main([str(_write(tmp_path / "good", good)), "--failing"]) == 0
+    assert "every scored scenario meets the bar" in capsys.readouterr().out

@@ -61,6 +61,7 @@ def env_settings(conf: AgentEnvConf) -> EnvSettings:
         resizable=conf.resizable,
         migrate_speedup=conf.migrate_speedup,
         migrate_gangs=conf.migrate_gangs,
+        retry_refused=conf.retry_refused,
     )
 
 

@@ -61,6 +61,7 @@ LEGACY: dict[tuple[str, str], object] = {
     ("env", "window_backfill"): 0,
     ("env", "migrate_gangs"): False,
     ("env", "share_guard_all"): False,
+    ("env", "retry_refused"): False,
 }
 
 

@@ -91,6 +91,11 @@ class AgentEnvConf:
             fungible resources beyond a GPU's share come only from what no GPU of the node
             needs, so no GPU is stranded. Checkpoints saved before this field existed load
             with false.
+        retry_refused: A decision step whose claims were all refused (gang claims too few
+            agents joined) does not end the round: the refused claims are masked and the
+            agents decide again (``EnvSettings.retry_refused``), so GPUs do not idle until
+            the next event for want of a gang. Checkpoints saved before this field existed
+            load with false.
         share_guard_all: With ``share_guard``, keep the share of every free GPU of the node,
             not only of those the window's other jobs could use, so that jobs arriving later
             find cores and memory beside the free GPUs. Checkpoints saved before this field
@@ -135,6 +140,7 @@ class AgentEnvConf:
     gang_binding: bool = False
     share_guard: bool = False
     share_guard_all: bool = False
+    retry_refused: bool = False
 
     def __post_init__(self) -> None:
         if self.decision_order not in DECISION_ORDERS:
@@ -479,6 +485,7 @@ class TeacherSchedulerConf:
     window_backfill: int = AgentEnvConf.window_backfill
     migrate_gangs: bool = AgentEnvConf.migrate_gangs
     share_guard_all: bool = AgentEnvConf.share_guard_all
+    retry_refused: bool = AgentEnvConf.retry_refused
 
 
 def register_agent_configs() -> None:

@@ -232,8 +232,11 @@ class StateCore(EnvCore):
             placed: Jobs the step placed, evicted or resized.
         """
         self.decision_step += 1
+        refused, self.refused_step = self.refused_step, False  # EnvSettings.retry_refused
         return (
-            placed > 0 and self.any_action and self.decision_step < self.cfg.max_decisions_per_round
+            (placed > 0 or refused)
+            and self.any_action
+            and self.decision_step < self.cfg.max_decisions_per_round
         )
 
     def allocation(self) -> Allocation:

@@ -196,6 +196,8 @@ class TeacherPolicy(ActorPolicy):
         migrate_gangs: With ``migrate_speedup``, gangs may migrate too
             (``EnvSettings.migrate_gangs``).
         share_guard_all: The share guard keeps the share of every free GPU.
+        retry_refused: A step of only refused claims keeps the round going
+            (``EnvSettings.retry_refused``).
     """
 
     def __init__(
@@ -216,6 +218,7 @@ class TeacherPolicy(ActorPolicy):
         window_backfill: int = AgentEnvConf.window_backfill,
         migrate_gangs: bool = AgentEnvConf.migrate_gangs,
         share_guard_all: bool = AgentEnvConf.share_guard_all,
+        retry_refused: bool = AgentEnvConf.retry_refused,
     ) -> None:
         if migrate_gain_s is not None and migrate_speedup is None:
             raise ValueError(
@@ -243,6 +246,7 @@ class TeacherPolicy(ActorPolicy):
             preemptive=migrate_speedup is not None,
             migrate_speedup=migrate_speedup,
             migrate_gangs=migrate_gangs,
+            retry_refused=retry_refused,
         )
         super().__init__(settings, t.act, "maifs_teacher", max_idle_rounds)
 
@@ -267,6 +271,7 @@ class TeacherPolicy(ActorPolicy):
             window_backfill=e.window_backfill,
             migrate_gangs=e.migrate_gangs,
             share_guard_all=e.share_guard_all,
+            retry_refused=e.retry_refused,
         )
 
 

@@ -6,6 +6,8 @@ are documented in :mod:`hetsched.envs.core`.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -139,7 +141,36 @@ class ClaimResolver(CoreState):
                 f"actions has shape {a.shape}; resolve_claims needs one per node, ({N},)"
             )
         if self._claims_kernel is not None:  # the same outcome, compiled
-            return self._resolve_compiled(a)
+            res, placed = self._resolve_compiled(a)
+        else:
+            res, placed = self._resolve_numpy(a)
+        if (
+            self.cfg.retry_refused
+            and not (placed or res.evicted_jobs or res.resized_jobs)
+            and res.gang_failed.any()
+        ):
+            self._refuse(a, res.gang_failed)
+        return res, placed
+
+    def _refuse(self, a: NDArray[np.int64], refused: NDArray[np.bool_]) -> None:
+        """``EnvSettings.retry_refused``: mask each ``refused`` (N,) agent's claims of the slot
+        its action ``a`` (N,) claimed, for the rest of the round, and keep the round open."""
+        agents = refused.nonzero()[0]
+        slots = self.codec.decode_legal(a[agents])[0]
+        per_slot = (self.n_place - 1) // self.K  # claim actions per window slot
+        ma = self.ma
+        mask, legal = ma.mask.copy(), ma.legal.copy()  # masks may be shared (_empty_masks)
+        cols = 1 + slots[:, None] * per_slot + np.arange(per_slot)[None, :]
+        mask[agents[:, None], cols] = 0
+        legal[agents, slots] = False
+        self.ma = replace(ma, mask=mask, legal=legal)
+        self._any_legal = None
+        self._obs_cache = self._common_cache = None
+        self.refused_step = True
+
+    def _resolve_numpy(self, a: NDArray[np.int64]) -> tuple[ClaimResult, int]:
+        """:meth:`resolve_claims` on the numpy path."""
+        N = self.N
         in_range = (a >= 0) & (a < self.n_actions)
         a_safe = np.where(in_range, a, 0)
         legal = in_range & (self.ma.mask[self._arange_n, a_safe] == 1)

@@ -62,6 +62,17 @@ INFO_KEYS: tuple[str, ...] = (
 )
 
 
+#: What :meth:`ClusterParallelEnv.step` returns: observations, rewards, terminations,
+#: truncations and infos, each keyed by agent.
+StepReturn = tuple[
+    dict[str, dict[str, NDArray[Any]]],
+    dict[str, float],
+    dict[str, bool],
+    dict[str, bool],
+    dict[str, dict[str, Any]],
+]
+
+
 class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
     """Multi-agent cluster scheduling: each node is an agent that claims jobs for itself.
 
@@ -120,7 +131,8 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
     charges the job's restart delay). ``infos[a]["resized_jobs"]`` counts the jobs resized.
 
     **Rounds and conflicts.** See :mod:`hetsched.envs.core`: several decision steps per round;
-    time advances when a step places nothing, nothing more fits, or after
+    time advances when a step places nothing (with ``retry_refused``, a step of only refused
+    gang claims masks them and the agents decide again), nothing more fits, or after
     ``max_decisions_per_round`` steps; conflicting single-node claims go to the lowest agent
     index (``conflict_rule``), multi-node jobs are filled from same-type claims.
 
@@ -143,8 +155,8 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
     changes keep the spaces, dynamics and rewards: speed-ups; a stall is also detected with
     ``skip_idle=False``; additions that change nothing by default (the progress shaping term
     ``reward_weights={"progress": w}`` with info key ``reward_progress``; the window orders
-    ``"sjf"`` and ``"typed"``; ``window_backfill``; ``migrate_gangs``); the info key
-    ``evicted_jobs`` (always 0 here) with ``hetsched/ClusterPreempt-v0`` (2026-11-26, this env
+    ``"sjf"`` and ``"typed"``; ``window_backfill``; ``migrate_gangs``; ``retry_refused``); the
+    info key ``evicted_jobs`` (always 0 here) with ``hetsched/ClusterPreempt-v0`` (2026-11-26, this env
     with ``preemptive=True``, first version ``-v0``); the stall detector ``stall_steps`` (it
     truncates only episodes without progress for that many steps) with the info keys
     ``unfinished_jobs`` and ``no_progress_steps``. The suffix is bumped whenever spaces,
@@ -187,6 +199,8 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         migrate_speedup: With eviction actions, see ``EnvSettings.migrate_speedup``.
         migrate_gangs: With ``migrate_speedup``, jobs on several nodes may move too (see
             ``EnvSettings.migrate_gangs``).
+        retry_refused: A step whose claims were all refused keeps the round going with those
+            claims masked (see ``EnvSettings.retry_refused``).
         stall_steps: Decision steps without progress after which the episode is truncated
             as stalled (None: never; see :class:`~hetsched.envs.spaces.EnvSettings`).
     """
@@ -228,6 +242,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         resizable: bool = False,
         migrate_speedup: float | None = None,
         migrate_gangs: bool = False,
+        retry_refused: bool = False,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
@@ -255,6 +270,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
             resizable=resizable,
             migrate_speedup=migrate_speedup,
             migrate_gangs=migrate_gangs,
+            retry_refused=retry_refused,
         )
         self.max_cycles = self.settings.max_cycles
         tm = resolve_throughput(throughput)
@@ -332,15 +348,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         infos = self._infos(None, StepStats(), dict.fromkeys(REWARD_KEYS, 0.0))
         return obs, infos
 
-    def step(
-        self, actions: Mapping[str, Any]
-    ) -> tuple[
-        dict[str, dict[str, NDArray[Any]]],
-        dict[str, float],
-        dict[str, bool],
-        dict[str, bool],
-        dict[str, dict[str, Any]],
-    ]:
+    def step(self, actions: Mapping[str, Any]) -> StepReturn:
         """Apply one decision step of every agent (see the class docstring).
 
         Raises:
@@ -352,15 +360,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         res, stats = self.core.decision_step_of(parse_actions(actions, self.possible_agents))
         return self._finish_step(stats, res)
 
-    def step_allocation(
-        self, alloc: Allocation
-    ) -> tuple[
-        dict[str, dict[str, NDArray[Any]]],
-        dict[str, float],
-        dict[str, bool],
-        dict[str, bool],
-        dict[str, dict[str, Any]],
-    ]:
+    def step_allocation(self, alloc: Allocation) -> StepReturn:
         """The documented *allocation action*: apply a complete allocation for this round.
 
         ``alloc`` replaces the round's allocation (running jobs included, so it may preempt or
@@ -380,15 +380,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         self.core.apply_allocation(alloc, stats)
         return self._finish_step(stats, None)
 
-    def _finish_step(
-        self, stats: StepStats, res: ClaimResult | None
-    ) -> tuple[
-        dict[str, dict[str, NDArray[Any]]],
-        dict[str, float],
-        dict[str, bool],
-        dict[str, bool],
-        dict[str, dict[str, Any]],
-    ]:
+    def _finish_step(self, stats: StepStats, res: ClaimResult | None) -> StepReturn:
         self._steps += 1
         core = self.core
         parts = reward_parts(stats, self.settings.reward_weights, self.z)

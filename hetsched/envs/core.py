@@ -4,10 +4,13 @@ A *scheduling round* starts at a simulator round boundary. Running jobs keep the
 unless an agent evicts them (only with ``EnvSettings.preemptive``, see "Evictions" below; a
 fixed policy that preempts uses the allocation path, see :meth:`EnvCore.apply_allocation`).
 During the round the agents take one or more *decision steps*; each step places jobs from the
-candidate window onto free resources, building the round's allocation. The round's simulated time then advances (``Simulator.advance`` with the
-running jobs plus everything placed) when
+candidate window onto free resources, building the round's allocation. The round's simulated
+time then advances (``Simulator.advance`` with the running jobs plus everything placed) when
 
-* a decision step placed nothing (every agent passed, or every claim was invalid or lost), or
+* a decision step placed nothing (every agent passed, or every claim was invalid or lost; with
+  ``EnvSettings.retry_refused``, a step whose claims were all refused gang claims instead masks
+  each refused agent's claims of that slot for the rest of the round and the agents decide
+  again), or
 * no agent has a legal placement left ("nothing more fits"), or
 * ``max_decisions_per_round`` decision steps were taken.
 
@@ -182,6 +185,8 @@ class EnvCore(RoundFlow, ClaimResolver, EvictionRules, ResizeRules, Observing):
         self.stall_reason = ""
         #: Consecutive decision steps without progress (see ``EnvSettings.stall_steps``).
         self.no_progress_steps = 0
+        #: The last decision step's claims were all refused (``EnvSettings.retry_refused``).
+        self.refused_step = False
         self._empty: MaskArrays | None = None
         self._obs_cache: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
         self._common_cache: NDArray[np.float64] | None = None

@@ -110,6 +110,7 @@ class CoreState:
     slot_ok: NDArray[np.bool_]
     pending: NDArray[np.int64]
     decision_step: int
+    refused_step: bool
     free_g: NDArray[np.int64]
     free_c: NDArray[np.float64]
     free_m: NDArray[np.float64]

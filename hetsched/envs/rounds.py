@@ -65,6 +65,7 @@ class RoundFlow(WindowRules):
         self._n_new_jobs = 0
         self.pending = self._in_window_order(sim.pending_jobs() if pend is None else pend)
         self.decision_step = 0
+        self.refused_step = False
         self._evict_map = None
         if self.cfg.preemptive:
             self.evicted_this_round[:] = False
@@ -299,11 +300,13 @@ class RoundFlow(WindowRules):
             stats: Where the step's counts and reward parts accumulate.
         """
         self.decision_step += 1
-        # Without a placement or eviction the masks are those the agents saw.
+        # Without a placement or eviction the masks are those the agents saw (less the claims
+        # a refused step masked: EnvSettings.retry_refused).
+        refused, self.refused_step = self.refused_step, False
         offered = placed_any or self.any_action
         moved = stats.placed > 0
         if (
-            not placed_any
+            not (placed_any or refused)
             or not self.any_action
             or self.decision_step >= self.cfg.max_decisions_per_round
         ):

@@ -165,6 +165,11 @@ class EnvSettings:
             the placement and eviction actions, that doubles the GPUs of the slot's elastic
             job on the agent's node when no waiting job could use them
             (:mod:`hetsched.envs.resizes`).
+        retry_refused: A decision step whose claims were all refused (gang claims too few
+            nodes joined, and nothing placed, evicted or resized) does not close the round:
+            each refused agent's claims of that window slot are masked for the rest of the
+            round and the agents decide again (``ClaimResolver.resolve_claims``). False
+            (default): such a step closes the round, and its GPUs idle until the next one.
         stall_steps: Truncate the episode (``stalled``) after this many consecutive decision
             steps without progress: a legal action was offered, yet no job was placed and
             the round's time advanced with nothing running (e.g. a policy that always
@@ -191,6 +196,7 @@ class EnvSettings:
     migrate_gangs: bool = False
     stall_steps: int | None = 1000
     resizable: bool = False
+    retry_refused: bool = False
 
     def __post_init__(self) -> None:
         ss = self.stall_steps
@@ -228,6 +234,9 @@ class EnvSettings:
                 "migrate_gangs needs migrate_speedup (how many times faster a gang's new node "
                 "must run it); set migrate_speedup or migrate_gangs=False"
             )
+        if not isinstance(self.retry_refused, bool | np.bool_):
+            raise ValueError(f"retry_refused={self.retry_refused!r} must be true or false")
+        object.__setattr__(self, "retry_refused", bool(self.retry_refused))
         if not isinstance(self.resizable, bool | np.bool_):
             raise ValueError(f"resizable={self.resizable!r} must be true or false")
         object.__setattr__(self, "resizable", bool(self.resizable))

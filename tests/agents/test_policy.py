@@ -409,6 +409,33 @@ def test_last_step_tells_a_failed_gang_claim_from_a_pass_and_a_placement() -> No
         assert pol.last_step == want and (alloc.size > 0) == (want == "moved")
 
 
+def test_retry_refused_lets_the_policy_decide_again_after_a_failed_gang_in_the_round() -> None:
+    """An 8-GPU job and a 2-GPU job on two 4-GPU nodes; node_0 takes its first legal claim
+    (the gang of slot 0 first), node_1 passes. Without ``retry_refused`` the refused gang ends
+    the round empty; with it node_0 decides again in the same round and places the 2-GPU job."""
+    tm = tiny_tm()
+    cl = make_cluster([{"gpu_type": "a100", "count": 2, "gpus": 4, "cpus": 32, "mem_gib": 128}])
+    wl = make_workload([0.0, 0.0], [1e4, 1e4], [8, 2], cpu=4.0, mem=16.0)
+    sim = Simulator(cl, wl, tm)
+
+    def first_legal(core: EnvCore) -> np.ndarray:
+        a = np.zeros(core.N, dtype=np.int64)
+        a[0] = 1 + int(np.flatnonzero(core.ma.mask[0, 1 : core.n_place])[0])
+        return a
+
+    for retry in (False, True):
+        settings = EnvSettings(window=2, resident_slots=2, advance="event", retry_refused=retry)
+        pol = ActorPolicy(settings, first_legal, "first", 10)
+        pol.reset(cl, wl, tm, np.random.default_rng(0))
+        alloc = pol.decide(sim.state())
+        if retry:
+            assert alloc.job.tolist() == [1] and alloc.node.tolist() == [0]
+            assert pol.run_stats()["decision_steps"] == 2  # refused, then placed: none legal left
+        else:
+            assert alloc.size == 0 and pol.last_step == "failed"
+            assert pol.run_stats()["decision_steps"] == 1
+
+
 def test_maifs_policy_acts_under_the_checkpoints_decision_order_unless_told() -> None:
     """``decision_order`` replaces the checkpoint's order for this evaluation only; None keeps
     the checkpoint's; an unknown order is refused."""

@@ -80,6 +80,38 @@ def test_gang_across_nodes_and_failed_gang() -> None:
     assert sorted(alloc.node.tolist()) == [0, 1] and alloc.gpus.tolist() == [4, 4]
 
 
+LEVELS = {"gpu": [0.5, 1.0], "cpu": [1.0], "mem": [1.0]}  # two claims per window slot
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_retry_refused_masks_the_failed_gang_and_keeps_the_round(compiled: bool) -> None:
+    # An 8-GPU job (a gang of both 4-GPU nodes) and a 2-GPU job; node_0 claims the gang alone.
+    env = tiny_env(jobs([8, 2], seconds=3600.0), retry_refused=True, levels=LEVELS)
+    env.reset(seed=0)
+    if not compiled:
+        env.core._claims_kernel = None  # the numpy path
+    per_slot = env.core.codec.n // env.core.K  # claims per window slot (lg * lc * lm)
+    gang = int(np.flatnonzero(env.action_masks()[0, 1 : 1 + per_slot])[-1]) + 1  # slot 0
+    _, _, _, _, infos = env.step(act(env, node_0=gang))
+    assert infos["node_0"]["gang_failed"] == 1.0 and infos["node_0"]["placed"] == 0.0
+    # the round goes on: no time passed, and node_0 may no longer claim slot 0 this round ...
+    assert infos["node_0"]["rounds_advanced"] == 0.0 and infos["node_0"]["sim_time_s"] == 0.0
+    assert infos["node_0"]["decision_step"] == 1.0
+    m = env.action_masks()
+    assert m[0, 1 : 1 + per_slot].sum() == 0 and m[0, 1 + per_slot :].sum() > 0
+    assert m[1, 1 : 1 + per_slot].sum() > 0  # ... node_1 still may (its claim was not refused)
+    assert infos["node_0"]["action_mask"][1 : 1 + per_slot].sum() == 0  # what the agent sees
+    _, _, _, _, infos = env.step(act(env, node_0=1 + per_slot + 1))  # slot 1 at the 1x level
+    assert infos["node_0"]["placed"] == 1.0
+    # Off (the default), the refused step closes the round.
+    env = tiny_env(jobs([8, 2], seconds=3600.0), levels=LEVELS)
+    env.reset(seed=0)
+    _, _, _, _, infos = env.step(act(env, node_0=gang))
+    assert infos["node_0"]["gang_failed"] == 1.0 and infos["node_0"]["decision_step"] == 0.0
+    with pytest.raises(ValueError, match="retry_refused"):
+        tiny_env(jobs([2]), retry_refused="yes")
+
+
 @pytest.mark.parametrize("bad", [-1, 3, 10**9, None, "x", 1.5, [1, 2], np.int64(2)])
 def test_invalid_actions_never_raise(bad: object) -> None:
     env = tiny_env(jobs([4, 4], seconds=3600.0))

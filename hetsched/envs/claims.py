@@ -153,16 +153,19 @@ class ClaimResolver(CoreState):
         return res, placed
 
     def _refuse(self, a: NDArray[np.int64], refused: NDArray[np.bool_]) -> None:
-        """``EnvSettings.retry_refused``: mask each ``refused`` (N,) agent's claims of the slot
-        its action ``a`` (N,) claimed, for the rest of the round, and keep the round open."""
+        """``EnvSettings.retry_refused``: mask the gang claims (legal, but not hosted by the node
+        alone) of the slot each ``refused`` (N,) agent's action ``a`` (N,) claimed, for the rest
+        of the round, and keep the round open. The agent's claims of that slot that its node
+        hosts alone (other CPU or memory levels) stay legal."""
         agents = refused.nonzero()[0]
         slots = self.codec.decode_legal(a[agents])[0]
-        per_slot = (self.n_place - 1) // self.K  # claim actions per window slot
         ma = self.ma
         mask, legal = ma.mask.copy(), ma.legal.copy()  # masks may be shared (_empty_masks)
+        gang = legal[agents, slots] & ~ma.single[agents, slots]  # (B, L_g, L_c, L_m)
+        per_slot = gang[0].size  # claim actions per window slot, in the codec's order
         cols = 1 + slots[:, None] * per_slot + np.arange(per_slot)[None, :]
-        mask[agents[:, None], cols] = 0
-        legal[agents, slots] = False
+        mask[agents[:, None], cols] &= ~gang.reshape(agents.size, per_slot)
+        legal[agents, slots] &= ~gang
         self.ma = replace(ma, mask=mask, legal=legal)
         self._any_legal = None
         self._obs_cache = self._common_cache = None

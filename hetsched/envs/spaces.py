@@ -167,9 +167,11 @@ class EnvSettings:
             (:mod:`hetsched.envs.resizes`).
         retry_refused: A decision step whose claims were all refused (gang claims too few
             nodes joined, and nothing placed, evicted or resized) does not close the round:
-            each refused agent's claims of that window slot are masked for the rest of the
-            round and the agents decide again (``ClaimResolver.resolve_claims``). False
-            (default): such a step closes the round, and its GPUs idle until the next one.
+            each refused agent's gang claims of that window slot (its legal claims that its
+            node does not host alone, e.g. at a CPU level above the node's free cores) are
+            masked for the rest of the round and the agents decide again
+            (``ClaimResolver.resolve_claims``). False (default): such a step closes the
+            round, and its GPUs idle until the next one.
         stall_steps: Truncate the episode (``stalled``) after this many consecutive decision
             steps without progress: a legal action was offered, yet no job was placed and
             the round's time advanced with nothing running (e.g. a policy that always

@@ -112,6 +112,19 @@ def test_retry_refused_masks_the_failed_gang_and_keeps_the_round(compiled: bool)
         tiny_env(jobs([2]), retry_refused="yes")
 
 
+def test_retry_refused_keeps_the_claims_the_node_hosts_alone() -> None:
+    # A 4-GPU job on a 4-GPU node: at 4x its cores (64 > 32) the claim is a gang contribution.
+    levels = {"gpu": [1.0], "cpu": [1.0, 4.0], "mem": [1.0]}  # actions 1, 2: slot 0 at 1x, 4x
+    env = tiny_env(jobs([4, 2], seconds=3600.0), retry_refused=True, levels=levels)
+    env.reset(seed=0)
+    assert env.core.ma.single[0, 0].ravel().tolist() == [True, False]
+    _, _, _, _, infos = env.step(act(env, node_0=2))  # 4x cores alone: the gang is refused
+    assert infos["node_0"]["gang_failed"] == 1.0 and infos["node_0"]["decision_step"] == 1.0
+    assert env.action_masks()[0, 1:3].tolist() == [1, 0]  # the 1x claim stays legal
+    _, _, _, _, infos = env.step(act(env, node_0=1))
+    assert infos["node_0"]["placed"] == 1.0
+
+
 @pytest.mark.parametrize("bad", [-1, 3, 10**9, None, "x", 1.5, [1, 2], np.int64(2)])
 def test_invalid_actions_never_raise(bad: object) -> None:
     env = tiny_env(jobs([4, 4], seconds=3600.0))

@@ -92,8 +92,9 @@ class AgentEnvConf:
             needs, so no GPU is stranded. Checkpoints saved before this field existed load
             with false.
         retry_refused: A decision step whose claims were all refused (gang claims too few
-            agents joined) does not end the round: the refused claims are masked and the
-            agents decide again (``EnvSettings.retry_refused``), so GPUs do not idle until
+            agents joined) does not end the round: the refused agents' gang claims of that
+            slot are masked (their claims the node hosts alone stay legal) and the agents
+            decide again (``EnvSettings.retry_refused``), so GPUs do not idle until
             the next event for want of a gang. Checkpoints saved before this field existed
             load with false.
         share_guard_all: With ``share_guard``, keep the share of every free GPU of the node,

@@ -199,8 +199,8 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         migrate_speedup: With eviction actions, see ``EnvSettings.migrate_speedup``.
         migrate_gangs: With ``migrate_speedup``, jobs on several nodes may move too (see
             ``EnvSettings.migrate_gangs``).
-        retry_refused: A step whose claims were all refused keeps the round going with those
-            claims masked (see ``EnvSettings.retry_refused``).
+        retry_refused: A step whose claims were all refused gang claims keeps the round going
+            with those gang claims masked (see ``EnvSettings.retry_refused``).
         stall_steps: Decision steps without progress after which the episode is truncated
             as stalled (None: never; see :class:`~hetsched.envs.spaces.EnvSettings`).
     """

@@ -9,8 +9,8 @@ time then advances (``Simulator.advance`` with the running jobs plus everything 
 
 * a decision step placed nothing (every agent passed, or every claim was invalid or lost; with
   ``EnvSettings.retry_refused``, a step whose claims were all refused gang claims instead masks
-  each refused agent's claims of that slot for the rest of the round and the agents decide
-  again), or
+  each refused agent's gang claims of that slot for the rest of the round, keeps its claims the
+  node hosts alone, and the agents decide again), or
 * no agent has a legal placement left ("nothing more fits"), or
 * ``max_decisions_per_round`` decision steps were taken.
 

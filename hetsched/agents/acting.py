@@ -62,6 +62,7 @@ def env_settings(conf: AgentEnvConf) -> EnvSettings:
         migrate_speedup=conf.migrate_speedup,
         migrate_gangs=conf.migrate_gangs,
         retry_refused=conf.retry_refused,
+        migrate_elastic=conf.migrate_elastic,
     )
 
 

@@ -62,6 +62,7 @@ LEGACY: dict[tuple[str, str], object] = {
     ("env", "migrate_gangs"): False,
     ("env", "share_guard_all"): False,
     ("env", "retry_refused"): False,
+    ("env", "migrate_elastic"): False,
 }
 
 

@@ -109,6 +109,10 @@ class AgentEnvConf:
         migrate_gangs: With ``migrate_speedup``, a job on several nodes may migrate too, to
             one node that holds it whole (``EnvSettings.migrate_gangs``). Checkpoints saved
             before this field existed load with false.
+        migrate_elastic: With ``migrate_speedup``, an elastic job may migrate at another GPU
+            count: grow onto a node that empties, or move to fewer faster GPUs
+            (``EnvSettings.migrate_elastic``). Checkpoints saved before this field existed load
+            with false.
         identity: Show identity features (the GPU-type one-hot of the own node, the model
             one-hot of resident and window jobs). False zeroes them, so the network sees jobs
             and nodes only through throughput-relative features (the identity-features
@@ -138,6 +142,7 @@ class AgentEnvConf:
     resizable: bool = False
     migrate_speedup: float | None = None
     migrate_gangs: bool = False
+    migrate_elastic: bool = False
     gang_binding: bool = False
     share_guard: bool = False
     share_guard_all: bool = False
@@ -487,6 +492,7 @@ class TeacherSchedulerConf:
     migrate_gangs: bool = AgentEnvConf.migrate_gangs
     share_guard_all: bool = AgentEnvConf.share_guard_all
     retry_refused: bool = AgentEnvConf.retry_refused
+    migrate_elastic: bool = AgentEnvConf.migrate_elastic
 
 
 def register_agent_configs() -> None:

@@ -198,6 +198,8 @@ class TeacherPolicy(ActorPolicy):
         share_guard_all: The share guard keeps the share of every free GPU.
         retry_refused: A step of only refused claims keeps the round going
             (``EnvSettings.retry_refused``).
+        migrate_elastic: With ``migrate_speedup``, elastic jobs may migrate at another GPU
+            count (``EnvSettings.migrate_elastic``).
     """
 
     def __init__(
@@ -219,6 +221,7 @@ class TeacherPolicy(ActorPolicy):
         migrate_gangs: bool = AgentEnvConf.migrate_gangs,
         share_guard_all: bool = AgentEnvConf.share_guard_all,
         retry_refused: bool = AgentEnvConf.retry_refused,
+        migrate_elastic: bool = AgentEnvConf.migrate_elastic,
     ) -> None:
         if migrate_gain_s is not None and migrate_speedup is None:
             raise ValueError(
@@ -247,6 +250,7 @@ class TeacherPolicy(ActorPolicy):
             migrate_speedup=migrate_speedup,
             migrate_gangs=migrate_gangs,
             retry_refused=retry_refused,
+            migrate_elastic=migrate_elastic,
         )
         super().__init__(settings, t.act, "maifs_teacher", max_idle_rounds)
 
@@ -272,6 +276,7 @@ class TeacherPolicy(ActorPolicy):
             migrate_gangs=e.migrate_gangs,
             share_guard_all=e.share_guard_all,
             retry_refused=e.retry_refused,
+            migrate_elastic=e.migrate_elastic,
         )
 
 

@@ -111,7 +111,9 @@ class EvictionRules(CoreState):
         in total and its throughput as placed (spread or not). A job could move to another
         node that is up, has the GPUs, cores and memory the job holds free, is of a GPU type
         the job allows, and runs it alone (isolated throughput at its GPU count) at least
-        ``migrate_speedup`` times as fast as where it runs now.
+        ``migrate_speedup`` times as fast as where it runs now. With
+        ``EnvSettings.migrate_elastic`` an elastic job is considered at the GPU count each
+        node could give it (:meth:`_elastic_targets`).
         """
         assert self.wl is not None and self.cfg.migrate_speedup is not None
         a, wl = self._cur, self.wl
@@ -141,16 +143,73 @@ class EvictionRules(CoreState):
         nt = self.cluster.node_type
         here = self.tm.isolated(wl.model[job], nt[ns], g, spread)  # (S,)
         there = self.tm.isolated(wl.model[job][:, None], nt[None, :], g[:, None], False)
-        ok = (
-            self.node_up[None, :]
-            & (self.free_g[None, :] >= g[:, None])
+        fits = (
+            (self.free_g[None, :] >= g[:, None])
             & (self.free_c[None, :] >= cpus[:, None] - 1e-9)
             & (self.free_m[None, :] >= mem[:, None] - 1e-9)
+        )  # (S, N) the node hosts the job as it holds now
+        if self.cfg.migrate_elastic:
+            fits, there = self._elastic_targets(job, g, cpus, mem, fits, there)
+        ok = (
+            self.node_up[None, :]
+            & fits
             & wl.allowed_types[job][:, nt]
             & (there >= self.cfg.migrate_speedup * here[:, None])
             & (here[:, None] > 0)
         )  # (S, N)
         return MoveTargets(ns, rs, job, ok, here, there)
+
+    def _elastic_targets(
+        self,
+        job: NDArray[np.int64],
+        g: NDArray[np.int64],
+        cpus: NDArray[np.float64],
+        mem: NDArray[np.float64],
+        fits: NDArray[np.bool_],
+        there: NDArray[np.float64],
+    ) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
+        """``EnvSettings.migrate_elastic``: elastic candidates at the GPU count each node gives.
+
+        For a candidate whose job is elastic, its count on node ``n`` is the largest count of
+        its legal GPU levels (the counts the agents can claim it at) that ``n``'s free GPUs,
+        and its free cores and memory at the job's cores and memory per GPU as held, allow;
+        the node fits when there is one. Rigid candidates keep ``fits`` and ``there``.
+
+        Args:
+            job: Each candidate's job, shape (S,).
+            g: GPUs each candidate's job holds, shape (S,).
+            cpus: Cores it holds, shape (S,).
+            mem: Memory it holds (GiB), shape (S,).
+            fits: Nodes that host the job as it holds now, shape (S, N).
+            there: Isolated throughput on each node at ``g``, shape (S, N).
+
+        Returns:
+            ``(fits, there)`` with the elastic candidates' rows at their counts, shape (S, N).
+        """
+        assert self.wl is not None and self.jt is not None
+        wl = self.wl
+        el = wl.max_gpus[job] > wl.min_gpus[job]
+        if not el.any():
+            return fits, there
+        per_c = (cpus / np.maximum(g, 1))[:, None]  # (S, 1) cores and GiB per GPU as held
+        per_m = (mem / np.maximum(g, 1))[:, None]
+        room = self.free_g[None, :].astype(np.float64)  # (S, N) GPUs the node could give
+        room = np.minimum(
+            room, np.where(per_c > 0, (self.free_c + 1e-9) / np.maximum(per_c, 1e-12), room)
+        )
+        room = np.minimum(
+            room, np.where(per_m > 0, (self.free_m + 1e-9) / np.maximum(per_m, 1e-12), room)
+        )
+        cnt = self.jt.gpu_count[job]  # (S, L) the counts of the job's GPU levels
+        usable = self.jt.level_ok[job][:, None, :] & (cnt[:, None, :] <= room[:, :, None])
+        count = np.where(usable, cnt[:, None, :], 0).max(axis=2)  # (S, N); 0: none fits
+        there_el = self.tm.isolated(
+            wl.model[job][:, None], self.cluster.node_type[None, :], np.maximum(count, 1), False
+        )
+        return (
+            np.where(el[:, None], count > 0, fits),
+            np.where(el[:, None], there_el, there),
+        )
 
     @property
     def evictions(self) -> NDArray[np.int64]:

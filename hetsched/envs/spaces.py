@@ -161,6 +161,12 @@ class EnvSettings:
         migrate_gangs: With ``migrate_speedup``, a job running on several nodes (a gang) may
             move too: to one node that has all the GPUs, cores and memory it holds free and
             runs it that many times as fast as it runs now. False: only one-node jobs move.
+        migrate_elastic: With ``migrate_speedup``, an elastic job (``min_gpus < max_gpus``)
+            may also move at another GPU count: to a node where the largest count of its GPU
+            levels that the node's free GPUs, cores and memory hold (at the cores and memory
+            per GPU it holds now) runs it that many times as fast as it runs now. This is how
+            a job started small grows onto a node that empties, and how one started on slow
+            GPUs moves to fewer fast ones. False: a job moves only at the GPU count it holds.
         resizable: Resize actions: each agent also has one action per resident slot, after
             the placement and eviction actions, that doubles the GPUs of the slot's elastic
             job on the agent's node when no waiting job could use them
@@ -196,6 +202,7 @@ class EnvSettings:
     evict_max: int | None = None
     migrate_speedup: float | None = None
     migrate_gangs: bool = False
+    migrate_elastic: bool = False
     stall_steps: int | None = 1000
     resizable: bool = False
     retry_refused: bool = False
@@ -235,6 +242,14 @@ class EnvSettings:
             raise ValueError(
                 "migrate_gangs needs migrate_speedup (how many times faster a gang's new node "
                 "must run it); set migrate_speedup or migrate_gangs=False"
+            )
+        if not isinstance(self.migrate_elastic, bool | np.bool_):
+            raise ValueError(f"migrate_elastic={self.migrate_elastic!r} must be true or false")
+        object.__setattr__(self, "migrate_elastic", bool(self.migrate_elastic))
+        if self.migrate_elastic and ms is None:
+            raise ValueError(
+                "migrate_elastic needs migrate_speedup (how many times faster an elastic job's "
+                "new node must run it); set migrate_speedup or migrate_elastic=False"
             )
         if not isinstance(self.retry_refused, bool | np.bool_):
             raise ValueError(f"retry_refused={self.retry_refused!r} must be true or false")

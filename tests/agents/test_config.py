@@ -87,7 +87,11 @@ def test_teacher_preset_is_the_teacher_of_the_agent_recipe() -> None:
         e.window_backfill,
         e.migrate_gangs,
     )
-    assert (t.share_guard_all, t.retry_refused) == (e.share_guard_all, e.retry_refused)
+    assert (t.share_guard_all, t.retry_refused, t.migrate_elastic) == (
+        e.share_guard_all,
+        e.retry_refused,
+        e.migrate_elastic,
+    )
     assert e.preemptive and t.migrate_gain_s is not None  # the recipe migrates
 
 

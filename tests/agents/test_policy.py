@@ -217,10 +217,13 @@ def test_teacher_with_migrations_starts_a_long_job_on_a_slow_gpu_and_moves_it() 
 def test_teacher_policy_for_agent_carries_the_runs_teacher_and_env_settings() -> None:
     conf = fast_config().agent
     conf.env.preemptive, conf.env.migrate_speedup = True, 1.5
+    conf.env.migrate_elastic = True
     conf.teacher.migrate_gain_s, conf.teacher.min_rel_rate = 120.0, 0.0
     pol = TeacherPolicy.for_agent(conf)
     assert pol.settings.preemptive and pol.settings.migrate_speedup == 1.5
+    assert pol.settings.migrate_elastic
     assert env_settings(conf.env).migrate_speedup == 1.5
+    assert env_settings(conf.env).migrate_elastic
 
 
 def _first_fit(core: EnvCore) -> np.ndarray:

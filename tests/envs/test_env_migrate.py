@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from env_helpers import TM, TWO_NODES, act, jobs
+from env_helpers import CIFAR, TM, TWO_NODES, act, jobs
 
 from hetsched.agents.teacher import SJFTeacher
 from hetsched.envs import ClusterParallelEnv, EnvSettings
@@ -23,13 +23,15 @@ SLOW_FAST: dict[str, Any] = {
 }
 
 
-def _env(speedup: float | None) -> ClusterParallelEnv:
-    """j0 (1 GPU, 2 h on an A100) and j1 (4 GPUs, 10 min) at t=0 on :data:`SLOW_FAST`."""
+def _env(speedup: float | None, elastic: bool = False) -> ClusterParallelEnv:
+    """j0 (1 GPU, 2 h on an A100) and j1 (4 GPUs, 10 min) at t=0 on :data:`SLOW_FAST` (rigid
+    jobs; ``elastic`` sets ``migrate_elastic``, which leaves rigid jobs' moves as they are)."""
     wl = jobs([1, 4], seconds=600.0)
     wl.work[0] *= 12.0
     env = ClusterParallelEnv(
         SLOW_FAST, wl, throughput=TM, levels={"gpu": [1.0], "cpu": [1.0], "mem": [1.0]},
         window=2, preemptive=True, migrate_speedup=speedup, advance="event",
+        migrate_elastic=elastic and speedup is not None,
     )  # fmt: skip
     env.reset(seed=0)
     return env
@@ -43,11 +45,12 @@ def _start(env: ClusterParallelEnv) -> None:
     assert env.core.sim is not None and env.core.pending.size == 0  # nothing waits
 
 
+@pytest.mark.parametrize("elastic", [False, True])
 @pytest.mark.parametrize("speedup", [None, 1.25, 10.0])
 def test_an_eviction_is_legal_while_nothing_waits_only_to_move_faster(
-    speedup: float | None,
+    speedup: float | None, elastic: bool
 ) -> None:
-    env = _env(speedup)
+    env = _env(speedup, elastic)
     _start(env)
     legal = bool(env.action_masks()[0, env.core.n_place])
     assert legal == (speedup == 1.25)  # the A100 is 7.3x the K80: more than 1.25, not 10
@@ -149,3 +152,46 @@ def test_a_gang_migrates_to_one_faster_node_only_with_migrate_gangs(gangs: bool)
 def test_migrate_gangs_needs_migrate_speedup() -> None:
     with pytest.raises(ValueError, match="migrate_gangs needs migrate_speedup"):
         EnvSettings(preemptive=True, migrate_gangs=True)
+
+
+def _elastic_env(elastic: bool) -> ClusterParallelEnv:
+    """j0 (elastic: 1-4 GPUs, request 2, long) on node_0 at 2 GPUs, j1 (4 GPUs, short) on
+    node_1 of :data:`TWO_NODES` (A100s); run until j1 finishes and node_1 is free (or the
+    episode ends)."""
+    wl = jobs([2, 4], seconds=600.0, elastic=True)
+    wl.work[0] *= 12.0
+    env = ClusterParallelEnv(
+        TWO_NODES, wl, throughput=TM, levels={"gpu": [0.5, 1.0, 2.0], "cpu": [1.0], "mem": [1.0]},
+        window=2, preemptive=True, migrate_speedup=1.25, migrate_elastic=elastic, advance="event",
+    )  # fmt: skip
+    env.reset(seed=0)
+    enc = env.core.codec.encode  # (window slot, GPU level, CPU level, memory level)
+    j0, j1 = (int(enc(k, 1, 0, 0)) for k in (0, 1))  # each at its request (level 1.0)
+    env.step(act(env, node_0=j0, node_1=j1))
+    while env.agents and env.core.free_g[1] < 4:
+        env.step(act(env))
+    return env
+
+
+@pytest.mark.parametrize("elastic", [False, True])
+def test_an_elastic_job_migrates_to_more_gpus_only_with_migrate_elastic(elastic: bool) -> None:
+    env = _elastic_env(elastic)
+    evict = env.core.n_place
+    assert env.core.sim is not None
+    if not elastic:  # same GPU type and count: no move is faster, no legal action is left,
+        assert env.core.sim.done and not env.agents  # and j0 runs to its end where it is
+        assert int(env.core.sim.restarts[0]) == 0
+        return
+    assert env.core.pending.size == 0 and env.core.free_g.tolist() == [2, 4]  # nothing waits
+    assert env.action_masks()[0, evict]  # node_1 gives it 4 GPUs (its 2x level)
+    mv = env.core.move_targets(env.action_masks()[:, evict : evict + 1].astype(bool))
+    assert mv.ok.tolist() == [[False, True]]  # its own node's 2 free GPUs are no faster
+    assert mv.there[0, 1] == pytest.approx(float(TM.isolated(CIFAR, TM.gpu_types.index("a100"), 4)))
+    assert SJFTeacher(min_rel_rate=0.0, migrate_gain_s=60.0).act(env.core).tolist() == [evict, 0]
+    env.step(act(env, node_0=evict))
+    assert env.core.pending.tolist() == [0] and env.core.free_g.tolist() == [4, 4]
+
+
+def test_migrate_elastic_needs_migrate_speedup() -> None:
+    with pytest.raises(ValueError, match="migrate_elastic needs migrate_speedup"):
+        EnvSettings(preemptive=True, migrate_elastic=True)

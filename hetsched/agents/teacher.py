@@ -44,7 +44,10 @@ Rule, at every decision step:
    that could be placed there alone, if the time saved, less the model's restart delay, exceeds
    ``migrate_gain_s``; one move per target node and per job. The job rejoins the window and step
    3 places it on the fastest free node at the next decision step. With migrations, long jobs
-   need not wait for a fast GPU (``min_rel_rate=0``).
+   need not wait for a fast GPU (``min_rel_rate=0``). With ``EnvSettings.migrate_elastic`` an
+   elastic job's move is valued at the GPU count the target node gives it
+   (``EvictionRules.move_targets``), so it may grow onto an emptied node or move to fewer
+   faster GPUs.
 5. Resizes (only in an env with ``resizable``, with ``resize_gain_s`` set): each agent with no
    action and a legal resize (the env allows one only where no waiting job fits the node)
    doubles the resident job whose estimated run time left (isolated rate at its GPUs where it

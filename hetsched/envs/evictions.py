@@ -191,15 +191,10 @@ class EvictionRules(CoreState):
         el = wl.max_gpus[job] > wl.min_gpus[job]
         if not el.any():
             return fits, there
-        per_c = (cpus / np.maximum(g, 1))[:, None]  # (S, 1) cores and GiB per GPU as held
-        per_m = (mem / np.maximum(g, 1))[:, None]
-        room = self.free_g[None, :].astype(np.float64)  # (S, N) GPUs the node could give
-        room = np.minimum(
-            room, np.where(per_c > 0, (self.free_c + 1e-9) / np.maximum(per_c, 1e-12), room)
-        )
-        room = np.minimum(
-            room, np.where(per_m > 0, (self.free_m + 1e-9) / np.maximum(per_m, 1e-12), room)
-        )
+        room = self.free_g[None, :].astype(np.float64)  # (S, N) GPUs each node could give
+        for held, free in ((cpus, self.free_c), (mem, self.free_m)):  # at the job's per-GPU share
+            per = (held / np.maximum(g, 1))[:, None]  # (S, 1)
+            room = np.minimum(room, np.where(per > 0, (free + 1e-9) / np.maximum(per, 1e-12), room))
         cnt = self.jt.gpu_count[job]  # (S, L) the counts of the job's GPU levels
         usable = self.jt.level_ok[job][:, None, :] & (cnt[:, None, :] <= room[:, :, None])
         count = np.where(usable, cnt[:, None, :], 0).max(axis=2)  # (S, N); 0: none fits

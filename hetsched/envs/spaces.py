@@ -219,9 +219,17 @@ class EnvSettings:
         if em is not None and (isinstance(em, bool) or int(em) != em or int(em) < 0):
             raise ValueError(f"evict_max={em!r} must be an integer >= 0 or None (no limit)")
         object.__setattr__(self, "evict_max", None if em is None else int(em))
-        if not isinstance(self.preemptive, bool | np.bool_):
-            raise ValueError(f"preemptive={self.preemptive!r} must be true or false")
-        object.__setattr__(self, "preemptive", bool(self.preemptive))
+        for name in (
+            "preemptive",
+            "migrate_gangs",
+            "migrate_elastic",
+            "retry_refused",
+            "resizable",
+        ):
+            v = getattr(self, name)
+            if not isinstance(v, bool | np.bool_):
+                raise ValueError(f"{name}={v!r} must be true or false")
+            object.__setattr__(self, name, bool(v))
         ms = self.migrate_speedup
         if ms is not None:
             if isinstance(ms, bool) or not (math.isfinite(float(ms)) and float(ms) > 1.0):
@@ -235,28 +243,12 @@ class EnvSettings:
                     "preemptive=True or migrate_speedup=None"
                 )
             object.__setattr__(self, "migrate_speedup", float(ms))
-        if not isinstance(self.migrate_gangs, bool | np.bool_):
-            raise ValueError(f"migrate_gangs={self.migrate_gangs!r} must be true or false")
-        object.__setattr__(self, "migrate_gangs", bool(self.migrate_gangs))
-        if self.migrate_gangs and ms is None:
-            raise ValueError(
-                "migrate_gangs needs migrate_speedup (how many times faster a gang's new node "
-                "must run it); set migrate_speedup or migrate_gangs=False"
-            )
-        if not isinstance(self.migrate_elastic, bool | np.bool_):
-            raise ValueError(f"migrate_elastic={self.migrate_elastic!r} must be true or false")
-        object.__setattr__(self, "migrate_elastic", bool(self.migrate_elastic))
-        if self.migrate_elastic and ms is None:
-            raise ValueError(
-                "migrate_elastic needs migrate_speedup (how many times faster an elastic job's "
-                "new node must run it); set migrate_speedup or migrate_elastic=False"
-            )
-        if not isinstance(self.retry_refused, bool | np.bool_):
-            raise ValueError(f"retry_refused={self.retry_refused!r} must be true or false")
-        object.__setattr__(self, "retry_refused", bool(self.retry_refused))
-        if not isinstance(self.resizable, bool | np.bool_):
-            raise ValueError(f"resizable={self.resizable!r} must be true or false")
-        object.__setattr__(self, "resizable", bool(self.resizable))
+        for name, what in (("migrate_gangs", "a gang's"), ("migrate_elastic", "an elastic job's")):
+            if getattr(self, name) and ms is None:
+                raise ValueError(
+                    f"{name} needs migrate_speedup (how many times faster {what} new node "
+                    f"must run it); set migrate_speedup or {name}=False"
+                )
         for name, lo in (("window", 1), ("resident_slots", 1), ("max_decisions_per_round", 1)):
             v = getattr(self, name)
             if isinstance(v, bool) or int(v) != v or int(v) < lo:

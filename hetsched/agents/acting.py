@@ -206,6 +206,38 @@ def rate_priority(
     return np.asarray(np.where(legal, rel, -1.0).max(axis=1), dtype=np.float64)
 
 
+def claim_priority(
+    core: EnvCore, mask: NDArray[np.integer], logits: NDArray[np.float64], rates: Rates | None
+) -> NDArray[np.float64]:
+    """Each agent's decision priority under ``decision_order="claim"``, shape (N,).
+
+    The isolated throughput, on the agent's GPU type, of the job of the agent's most probable
+    legal placement claim, over the best one node of the cluster could give that job; -1 for
+    an agent with no legal claim. Of the agents that want one job, the node that serves it
+    best decides first; an agent that would take a job its node serves slowly waits until the
+    agents that serve their own choice better have taken theirs.
+
+    Args:
+        core: The env core at the decision step.
+        mask: The agent's action masks, shape (N, A) (placement actions first).
+        logits: The actor's logits, shape (N, A).
+        rates: :func:`window_rates` if already computed.
+    """
+    N, K = core.N, core.K
+    if rates is None:
+        rates = window_rates(core)
+    P = core.n_place
+    legal = mask[:, 1:P] == 1
+    if rates is None or not legal.any():
+        return np.full(N, -1.0)
+    tput, best = rates
+    rel = tput / np.where(best > 0, best, np.inf)[None, :]
+    pick = np.argmax(np.where(legal, logits[:, 1:P], -np.inf), axis=1)  # (N,) claim index
+    slot = pick // ((P - 1) // K)
+    own = rel[np.arange(N), slot]
+    return np.asarray(np.where(legal.any(axis=1), own, -1.0), dtype=np.float64)
+
+
 @functools.lru_cache(maxsize=16)
 def identity_columns(layout: ObsLayout) -> NDArray[np.bool_]:
     """Observation columns that carry identities, shape (D,): the own node's GPU-type one-hot
@@ -271,12 +303,27 @@ class Acting:
         self.greedy = greedy
         self.rng = rng
 
+    def _priority(
+        self,
+        core: EnvCore,
+        mask: NDArray[np.integer],
+        logits: NDArray[np.float64],
+        rates: Rates | None,
+    ) -> NDArray[np.float64] | None:
+        """The ordered decision's priority under ``env.decision_order`` (None: confidence)."""
+        order = self.conf.env.decision_order
+        if order == "rate":
+            return rate_priority(core, mask, rates)
+        if order == "claim":
+            return claim_priority(core, mask, logits, rates)
+        return None
+
     @torch.no_grad()
     def step(self, core: EnvCore) -> dict[str, Any]:
         """Decide one step: actions, the effective masks, per-agent log-probs, value, inputs."""
         obs = agent_observations(core, self.conf.env)
         env = self.conf.env
-        by_rate = env.decision_order == "rate"
+        by_rate = env.decision_order in ("rate", "claim")
         # the window's rates, once per step, for the wait rule and the rate order
         need = by_rate or (env.work_conserving and env.wait_below > 0)
         rates = window_rates(core) if need else None
@@ -309,7 +356,7 @@ class Acting:
                 graph=self.conf.conflict != "none",
                 extra=extra,
                 binding=bind,
-                priority=rate_priority(core, mask, rates) if by_rate else None,
+                priority=self._priority(core, mask, lg, rates),
                 gang_type=core.cluster.node_type if env.gang_binding else None,
             )
         if not (actions > 0).any() and core.any_legal and core.round_allocation().size == 0:

@@ -34,7 +34,7 @@ from hetsched.agents.coordination import (
     ordered_actions,
 )
 from hetsched.agents.network import MAIFSNet, NetDims
-from hetsched.agents.teacher import best_alone_tput, share_guard, window_tput
+from hetsched.agents.teacher import SJFTeacher, best_alone_tput, share_guard, window_tput
 from hetsched.envs.core import EnvCore
 from hetsched.envs.features import ObsLayout
 from hetsched.envs.rewards import REWARD_TERMS
@@ -207,34 +207,33 @@ def rate_priority(
 
 
 def claim_priority(
-    core: EnvCore, mask: NDArray[np.integer], logits: NDArray[np.float64], rates: Rates | None
+    core: EnvCore, mask: NDArray[np.integer], logits: NDArray[np.float64], rate: NDArray[np.float64]
 ) -> NDArray[np.float64]:
     """Each agent's decision priority under ``decision_order="claim"``, shape (N,).
 
-    The isolated throughput, on the agent's GPU type, of the job of the agent's most probable
-    legal placement claim, over the best one node of the cluster could give that job; -1 for
-    an agent with no legal claim. Of the agents that want one job, the node that serves it
-    best decides first; an agent that would take a job its node serves slowly waits until the
-    agents that serve their own choice better have taken theirs.
+    The rate the agent's node would give the job of the agent's most probable legal placement
+    claim, over the best rate any node gives that job; -1 for an agent with no legal claim.
+    Of the agents that want one job, the node that serves it best decides first; an agent that
+    would take a job its node serves slowly waits until the agents that serve their own choice
+    better have taken theirs.
 
     Args:
         core: The env core at the decision step.
         mask: The agent's action masks, shape (N, A) (placement actions first).
         logits: The actor's logits, shape (N, A).
-        rates: :func:`window_rates` if already computed.
+        rate: Rate of each (node, window slot) with its cores and memory counted, shape
+            (N, K) (:meth:`hetsched.agents.teacher.SJFTeacher.rates`: throughput at the GPU
+            level the job's share allows times the CPU-level speed-up, 0 where it cannot run).
     """
     N, K = core.N, core.K
-    if rates is None:
-        rates = window_rates(core)
     P = core.n_place
     legal = mask[:, 1:P] == 1
-    if rates is None or not legal.any():
+    if not legal.any():
         return np.full(N, -1.0)
-    tput, best = rates
-    rel = tput / np.where(best > 0, best, np.inf)[None, :]
+    top = rate.max(axis=0)
+    rel = rate / np.where(top > 0, top, np.inf)[None, :]
     pick = np.argmax(np.where(legal, logits[:, 1:P], -np.inf), axis=1)  # (N,) claim index
-    slot = pick // ((P - 1) // K)
-    own = rel[np.arange(N), slot]
+    own = rel[np.arange(N), pick // ((P - 1) // K)]
     return np.asarray(np.where(legal.any(axis=1), own, -1.0), dtype=np.float64)
 
 
@@ -302,6 +301,7 @@ class Acting:
         self.conf = conf
         self.greedy = greedy
         self.rng = rng
+        self._rater: SJFTeacher | None = None  # the rate model of decision_order="claim"
 
     def _priority(
         self,
@@ -315,7 +315,9 @@ class Acting:
         if order == "rate":
             return rate_priority(core, mask, rates)
         if order == "claim":
-            return claim_priority(core, mask, logits, rates)
+            if self._rater is None:
+                self._rater = SJFTeacher.for_agent(self.conf)
+            return claim_priority(core, mask, logits, self._rater.rates(core)[0])
         return None
 
     @torch.no_grad()
@@ -323,7 +325,7 @@ class Acting:
         """Decide one step: actions, the effective masks, per-agent log-probs, value, inputs."""
         obs = agent_observations(core, self.conf.env)
         env = self.conf.env
-        by_rate = env.decision_order in ("rate", "claim")
+        by_rate = env.decision_order == "rate"
         # the window's rates, once per step, for the wait rule and the rate order
         need = by_rate or (env.work_conserving and env.wait_below > 0)
         rates = window_rates(core) if need else None

@@ -360,16 +360,17 @@ def test_rate_order_lets_the_faster_node_choose_first() -> None:
 
 
 def test_claim_order_ranks_agents_by_the_rate_of_the_job_they_would_claim() -> None:
-    """``decision_order="claim"``: an agent's priority is its node's rate ratio for the job of
-    its most probable legal claim (not its best job, as under ``"rate"``), -1 without a claim;
-    the A100 node still takes the one job before a more confident T4 node."""
+    """``decision_order="claim"``: an agent's priority is its node's rate for the job of its
+    most probable legal claim over the best node's (not its best job, as under ``"rate"``), -1
+    without a claim; the A100 node still takes the one job before a more confident T4 node."""
     import dataclasses
 
     from helpers import tiny_env, tiny_tm
 
-    from hetsched.agents.acting import agent_masks, binding_claims, claim_priority, window_rates
+    from hetsched.agents.acting import agent_masks, binding_claims, claim_priority
     from hetsched.agents.config import MAIFSAgentConf
     from hetsched.agents.coordination import ordered_actions
+    from hetsched.agents.teacher import SJFTeacher
 
     conf = MAIFSAgentConf()
     env = tiny_env(conf, tiny_tm())
@@ -378,12 +379,13 @@ def test_claim_order_ranks_agents_by_the_rate_of_the_job_they_would_claim() -> N
     P = core.n_place
     c0 = dataclasses.replace(conf.env, wait_below=0.0, decision_order="claim")
     m0, s0 = agent_masks(core, c0)
+    rate = SJFTeacher.for_agent(conf).rates(core)[0]
+    top = rate.max(axis=0, keepdims=True)
+    rel = np.divide(rate, top, out=np.zeros_like(rate), where=top > 0)
     rng = np.random.default_rng(1)
-    tput, best = window_rates(core)
-    rel = tput / best[None, :]
     for _ in range(5):
         logits = np.where(m0 == 1, rng.normal(size=m0.shape), -1e9)
-        prio = claim_priority(core, m0, logits, None)
+        prio = claim_priority(core, m0, logits, rate)
         for i in range(core.N):
             legal = np.flatnonzero(m0[i, 1:P] == 1)
             a = legal[np.argmax(logits[i, 1 + legal])]
@@ -393,14 +395,14 @@ def test_claim_order_ranks_agents_by_the_rate_of_the_job_they_would_claim() -> N
     logits = np.where(m0 == 1, 0.0, -1e9)
     logits[0, a0] = 9.0  # the T4 node is sure of its claim
     logits[1, a1] = 1.0
-    prio = claim_priority(core, m0, logits, None)
-    assert prio[1] == pytest.approx(1.0) and prio[0] == pytest.approx(0.25)
+    prio = claim_priority(core, m0, logits, rate)
+    assert prio[1] == pytest.approx(1.0) and prio[0] < 1.0
     bind = binding_claims(core, c0, s0)
     acts, _ = ordered_actions(logits, m0, s0, core.K, None, binding=bind, priority=prio)
     assert acts[1] == a1 and acts[0] == 0
     no_claim = np.zeros_like(m0)
     no_claim[:, 0] = 1
-    assert (claim_priority(core, no_claim, logits, None) == -1.0).all()
+    assert (claim_priority(core, no_claim, logits, rate) == -1.0).all()
 
 
 def test_work_conserving_agent_mask_and_identity_columns() -> None:

@@ -108,7 +108,8 @@ def agent_masks(core: EnvCore, conf: AgentEnvConf) -> tuple[NDArray[np.int8], ND
     levels) only the request levels (1.0 GPU, CPU and memory) stay legal. With
     ``conf.work_conserving`` the no-op is illegal for an agent with a legal binding claim
     (:func:`binding_claims`; :func:`hetsched.agents.coordination.ordered_actions` makes it legal
-    again for an agent whose binding claims were all taken by the agents that decided before it).
+    again for an agent whose binding claims were all taken by the agents that decided before it);
+    with ``conf.claim_first`` such an agent may not evict, migrate or resize either.
     """
     mask, single, _ = masks_and_binding(core, conf)
     return mask, single
@@ -147,7 +148,10 @@ def masks_and_binding(
     bind = None
     if conf.work_conserving:
         bind = binding_claims(core, conf, single, rates)
-        mask[((mask[:, 1:P] == 1) & bind).any(axis=1), 0] = 0
+        forced = ((mask[:, 1:P] == 1) & bind).any(axis=1)
+        mask[forced, 0] = 0
+        if conf.claim_first:
+            mask[forced, P:] = 0
     return mask, single, bind
 
 

@@ -63,6 +63,7 @@ LEGACY: dict[tuple[str, str], object] = {
     ("env", "share_guard_all"): False,
     ("env", "retry_refused"): False,
     ("env", "migrate_elastic"): False,
+    ("env", "claim_first"): False,
 }
 
 

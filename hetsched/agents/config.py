@@ -58,6 +58,12 @@ class AgentEnvConf:
             before it) may not pass; which job, at which GPU, CPU and memory levels, stays the
             network's choice. Gang claims stay voluntary. Checkpoints saved before this field
             existed load with false.
+        claim_first: With ``work_conserving``, an agent whose no-op is illegal (it can host a
+            waiting job) may not evict, migrate or resize in that decision step either: its
+            choices are placement claims. The teacher never labels a move for such an agent,
+            and its "pass" label there is illegal (weight 0 in training), so without this the
+            agent's moves are untrained choices. Checkpoints saved before this field existed
+            load with false.
         wait_below: With ``work_conserving``, the claims that do not bind the agent: it may
             still pass when every job it could host alone would run on its GPU type below
             this fraction of the best isolated throughput one node of the cluster could give
@@ -138,6 +144,7 @@ class AgentEnvConf:
     preemptive: bool = False
     evict_max: int | None = None
     work_conserving: bool = True
+    claim_first: bool = False
     wait_below: float = 0.5
     gpu_levels: list[float] = field(default_factory=lambda: list(AGENT_GPU_LEVELS))
     identity: bool = True

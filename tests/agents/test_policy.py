@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 import torch
@@ -438,6 +440,32 @@ def test_work_conserving_agent_mask_and_identity_columns() -> None:
     blind = agent_observations(core, dataclasses.replace(conf.env, identity=False))
     assert full[:, cols].any() and not blind[:, cols].any()
     assert np.array_equal(full[:, ~cols], blind[:, ~cols])
+
+
+def test_claim_first_masks_the_moves_of_agents_made_to_claim(monkeypatch: Any) -> None:
+    """``agent.env.claim_first``: an agent whose no-op the work-conserving semantics forbid
+    loses its eviction/migration actions too; an agent free to pass keeps them."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    from hetsched.agents import acting
+    from hetsched.agents.config import AgentEnvConf
+
+    P, extra = 5, 2  # no-op + 4 claims, then 2 eviction actions
+    mask = np.ones((2, P + extra), dtype=np.int8)
+    ma = SimpleNamespace(mask=mask, single=np.ones((2, P - 1), dtype=bool))
+    core = SimpleNamespace(ma=ma, n_place=P, N=2)
+    bind = np.array([[True, False, False, False], [False] * 4])  # agent 0 must claim
+    monkeypatch.setattr(acting, "binding_claims", lambda *a, **k: bind)
+    conf = AgentEnvConf(share_guard=False)
+    plain, _, _ = acting.masks_and_binding(core, conf)  # type: ignore[arg-type]
+    assert plain[0, 0] == 0 and plain[0, P:].all() and plain[1].all()
+    first, _, _ = acting.masks_and_binding(
+        core,  # type: ignore[arg-type]
+        dataclasses.replace(conf, claim_first=True),
+    )
+    assert first[0, 0] == 0 and not first[0, P:].any() and first[0, 1:P].all()
+    assert first[1].all()  # free to pass: its moves stay legal
 
 
 def test_last_step_tells_a_failed_gang_claim_from_a_pass_and_a_placement() -> None:

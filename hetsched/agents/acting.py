@@ -34,7 +34,7 @@ from hetsched.agents.coordination import (
     ordered_actions,
 )
 from hetsched.agents.network import MAIFSNet, NetDims
-from hetsched.agents.teacher import SJFTeacher, best_alone_tput, share_guard, window_tput
+from hetsched.agents.teacher import best_alone_tput, share_guard, window_tput
 from hetsched.envs.core import EnvCore
 from hetsched.envs.features import ObsLayout
 from hetsched.envs.rewards import REWARD_TERMS
@@ -108,8 +108,7 @@ def agent_masks(core: EnvCore, conf: AgentEnvConf) -> tuple[NDArray[np.int8], ND
     levels) only the request levels (1.0 GPU, CPU and memory) stay legal. With
     ``conf.work_conserving`` the no-op is illegal for an agent with a legal binding claim
     (:func:`binding_claims`; :func:`hetsched.agents.coordination.ordered_actions` makes it legal
-    again for an agent whose binding claims were all taken by the agents that decided before it);
-    with ``conf.claim_first`` such an agent may not evict, migrate or resize either.
+    again for an agent whose binding claims were all taken by the agents that decided before it).
     """
     mask, single, _ = masks_and_binding(core, conf)
     return mask, single
@@ -148,10 +147,7 @@ def masks_and_binding(
     bind = None
     if conf.work_conserving:
         bind = binding_claims(core, conf, single, rates)
-        forced = ((mask[:, 1:P] == 1) & bind).any(axis=1)
-        mask[forced, 0] = 0
-        if conf.claim_first:
-            mask[forced, P:] = 0
+        mask[((mask[:, 1:P] == 1) & bind).any(axis=1), 0] = 0
     return mask, single, bind
 
 
@@ -208,37 +204,6 @@ def rate_priority(
     L = (core.n_place - 1) // K
     legal = (mask[:, 1 : core.n_place] == 1).reshape(N, K, L).any(axis=2) & core.slot_ok[None, :]
     return np.asarray(np.where(legal, rel, -1.0).max(axis=1), dtype=np.float64)
-
-
-def claim_priority(
-    core: EnvCore, mask: NDArray[np.integer], logits: NDArray[np.float64], rate: NDArray[np.float64]
-) -> NDArray[np.float64]:
-    """Each agent's decision priority under ``decision_order="claim"``, shape (N,).
-
-    The rate the agent's node would give the job of the agent's most probable legal placement
-    claim, over the best rate any node gives that job; -1 for an agent with no legal claim.
-    Of the agents that want one job, the node that serves it best decides first; an agent that
-    would take a job its node serves slowly waits until the agents that serve their own choice
-    better have taken theirs.
-
-    Args:
-        core: The env core at the decision step.
-        mask: The agent's action masks, shape (N, A) (placement actions first).
-        logits: The actor's logits, shape (N, A).
-        rate: Rate of each (node, window slot) with its cores and memory counted, shape
-            (N, K) (:meth:`hetsched.agents.teacher.SJFTeacher.rates`: throughput at the GPU
-            level the job's share allows times the CPU-level speed-up, 0 where it cannot run).
-    """
-    N, K = core.N, core.K
-    P = core.n_place
-    legal = mask[:, 1:P] == 1
-    if not legal.any():
-        return np.full(N, -1.0)
-    top = rate.max(axis=0)
-    rel = rate / np.where(top > 0, top, np.inf)[None, :]
-    pick = np.argmax(np.where(legal, logits[:, 1:P], -np.inf), axis=1)  # (N,) claim index
-    own = rel[np.arange(N), pick // ((P - 1) // K)]
-    return np.asarray(np.where(legal.any(axis=1), own, -1.0), dtype=np.float64)
 
 
 @functools.lru_cache(maxsize=16)
@@ -305,24 +270,6 @@ class Acting:
         self.conf = conf
         self.greedy = greedy
         self.rng = rng
-        self._rater: SJFTeacher | None = None  # the rate model of decision_order="claim"
-
-    def _priority(
-        self,
-        core: EnvCore,
-        mask: NDArray[np.integer],
-        logits: NDArray[np.float64],
-        rates: Rates | None,
-    ) -> NDArray[np.float64] | None:
-        """The ordered decision's priority under ``env.decision_order`` (None: confidence)."""
-        order = self.conf.env.decision_order
-        if order == "rate":
-            return rate_priority(core, mask, rates)
-        if order == "claim":
-            if self._rater is None:
-                self._rater = SJFTeacher.for_agent(self.conf)
-            return claim_priority(core, mask, logits, self._rater.rates(core)[0])
-        return None
 
     @torch.no_grad()
     def step(self, core: EnvCore) -> dict[str, Any]:
@@ -362,7 +309,7 @@ class Acting:
                 graph=self.conf.conflict != "none",
                 extra=extra,
                 binding=bind,
-                priority=self._priority(core, mask, lg, rates),
+                priority=rate_priority(core, mask, rates) if by_rate else None,
                 gang_type=core.cluster.node_type if env.gang_binding else None,
             )
         if not (actions > 0).any() and core.any_legal and core.round_allocation().size == 0:

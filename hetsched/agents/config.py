@@ -15,7 +15,7 @@ from hydra.core.config_store import ConfigStore
 CONFLICT_MODES: tuple[str, ...] = ("ordered", "maxsum", "none")
 
 #: Who decides first in the ordered decision (``agent.env.decision_order``).
-DECISION_ORDERS: tuple[str, ...] = ("rate", "claim", "confidence")
+DECISION_ORDERS: tuple[str, ...] = ("rate", "confidence")
 
 #: The agent's GPU-count levels (multipliers of the request; elastic jobs only, clipped to
 #: their ``[min_gpus, max_gpus]``). The env's default :data:`~hetsched.envs.spaces.DEFAULT_GPU_LEVELS`
@@ -58,12 +58,6 @@ class AgentEnvConf:
             before it) may not pass; which job, at which GPU, CPU and memory levels, stays the
             network's choice. Gang claims stay voluntary. Checkpoints saved before this field
             existed load with false.
-        claim_first: With ``work_conserving``, an agent whose no-op is illegal (it can host a
-            waiting job) may not evict, migrate or resize in that decision step either: its
-            choices are placement claims. The teacher never labels a move for such an agent,
-            and its "pass" label there is illegal (weight 0 in training), so without this the
-            agent's moves are untrained choices. Checkpoints saved before this field existed
-            load with false.
         wait_below: With ``work_conserving``, the claims that do not bind the agent: it may
             still pass when every job it could host alone would run on its GPU type below
             this fraction of the best isolated throughput one node of the cluster could give
@@ -76,9 +70,6 @@ class AgentEnvConf:
             :func:`hetsched.agents.coordination.ordered_actions`). ``"rate"``: the agents whose
             node serves the jobs they may claim best, relative to the best one node of the
             cluster could (:func:`hetsched.agents.acting.rate_priority`), then the most
-            confident; ``"claim"``: the agents whose node serves the job of their most probable
-            claim best, relative to the same best (:func:`hetsched.agents.acting.claim_priority`;
-            of the agents that want one job, the fastest for it first), then the most
             confident; ``"confidence"``: the most confident (highest best-claim probability)
             first. Which job each agent claims, or whether it passes, stays the network's
             choice either way. Checkpoints saved before this field existed load with
@@ -144,7 +135,6 @@ class AgentEnvConf:
     preemptive: bool = False
     evict_max: int | None = None
     work_conserving: bool = True
-    claim_first: bool = False
     wait_below: float = 0.5
     gpu_levels: list[float] = field(default_factory=lambda: list(AGENT_GPU_LEVELS))
     identity: bool = True

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pytest
 import torch
@@ -361,52 +359,6 @@ def test_rate_order_lets_the_faster_node_choose_first() -> None:
     assert (rate_priority(core, no_claim) == -1.0).all()
 
 
-def test_claim_order_ranks_agents_by_the_rate_of_the_job_they_would_claim() -> None:
-    """``decision_order="claim"``: an agent's priority is its node's rate for the job of its
-    most probable legal claim over the best node's (not its best job, as under ``"rate"``), -1
-    without a claim; the A100 node still takes the one job before a more confident T4 node."""
-    import dataclasses
-
-    from helpers import tiny_env, tiny_tm
-
-    from hetsched.agents.acting import agent_masks, binding_claims, claim_priority
-    from hetsched.agents.config import MAIFSAgentConf
-    from hetsched.agents.coordination import ordered_actions
-    from hetsched.agents.teacher import SJFTeacher
-
-    conf = MAIFSAgentConf()
-    env = tiny_env(conf, tiny_tm())
-    env.reset(np.random.default_rng(0))
-    core = env.core
-    P = core.n_place
-    c0 = dataclasses.replace(conf.env, wait_below=0.0, decision_order="claim")
-    m0, s0 = agent_masks(core, c0)
-    rate = SJFTeacher.for_agent(conf).rates(core)[0]
-    top = rate.max(axis=0, keepdims=True)
-    rel = np.divide(rate, top, out=np.zeros_like(rate), where=top > 0)
-    rng = np.random.default_rng(1)
-    for _ in range(5):
-        logits = np.where(m0 == 1, rng.normal(size=m0.shape), -1e9)
-        prio = claim_priority(core, m0, logits, rate)
-        for i in range(core.N):
-            legal = np.flatnonzero(m0[i, 1:P] == 1)
-            a = legal[np.argmax(logits[i, 1 + legal])]
-            assert prio[i] == pytest.approx(rel[i, a // ((P - 1) // core.K)])
-    a0 = 1 + int(np.flatnonzero(m0[0, 1:P] == 1)[0])
-    a1 = 1 + int(np.flatnonzero(m0[1, 1:P] == 1)[0])
-    logits = np.where(m0 == 1, 0.0, -1e9)
-    logits[0, a0] = 9.0  # the T4 node is sure of its claim
-    logits[1, a1] = 1.0
-    prio = claim_priority(core, m0, logits, rate)
-    assert prio[1] == pytest.approx(1.0) and prio[0] < 1.0
-    bind = binding_claims(core, c0, s0)
-    acts, _ = ordered_actions(logits, m0, s0, core.K, None, binding=bind, priority=prio)
-    assert acts[1] == a1 and acts[0] == 0
-    no_claim = np.zeros_like(m0)
-    no_claim[:, 0] = 1
-    assert (claim_priority(core, no_claim, logits, rate) == -1.0).all()
-
-
 def test_work_conserving_agent_mask_and_identity_columns() -> None:
     """``agent.env.work_conserving`` makes the no-op illegal exactly for agents with a legal
     single-node claim; ``agent.env.identity=false`` zeroes the one-hot identity columns only."""
@@ -440,32 +392,6 @@ def test_work_conserving_agent_mask_and_identity_columns() -> None:
     blind = agent_observations(core, dataclasses.replace(conf.env, identity=False))
     assert full[:, cols].any() and not blind[:, cols].any()
     assert np.array_equal(full[:, ~cols], blind[:, ~cols])
-
-
-def test_claim_first_masks_the_moves_of_agents_made_to_claim(monkeypatch: Any) -> None:
-    """``agent.env.claim_first``: an agent whose no-op the work-conserving semantics forbid
-    loses its eviction/migration actions too; an agent free to pass keeps them."""
-    import dataclasses
-    from types import SimpleNamespace
-
-    from hetsched.agents import acting
-    from hetsched.agents.config import AgentEnvConf
-
-    P, extra = 5, 2  # no-op + 4 claims, then 2 eviction actions
-    mask = np.ones((2, P + extra), dtype=np.int8)
-    ma = SimpleNamespace(mask=mask, single=np.ones((2, P - 1), dtype=bool))
-    core = SimpleNamespace(ma=ma, n_place=P, N=2)
-    bind = np.array([[True, False, False, False], [False] * 4])  # agent 0 must claim
-    monkeypatch.setattr(acting, "binding_claims", lambda *a, **k: bind)
-    conf = AgentEnvConf(share_guard=False)
-    plain, _, _ = acting.masks_and_binding(core, conf)  # type: ignore[arg-type]
-    assert plain[0, 0] == 0 and plain[0, P:].all() and plain[1].all()
-    first, _, _ = acting.masks_and_binding(
-        core,  # type: ignore[arg-type]
-        dataclasses.replace(conf, claim_first=True),
-    )
-    assert first[0, 0] == 0 and not first[0, P:].any() and first[0, 1:P].all()
-    assert first[1].all()  # free to pass: its moves stay legal
 
 
 def test_last_step_tells_a_failed_gang_claim_from_a_pass_and_a_placement() -> None:

@@ -18,7 +18,9 @@ from hetsched.sim.workload import Workload
 
 
 def test_ppo_learns_fast_node_and_cpu_level(tmp_path: Path) -> None:
-    cfg = fast_config(steps=512)
+    # 1024 steps: 512 found the fast node but, with some library versions, not yet the CPU level
+    # (every torch seed picked 1.0); 1024 find both for every seed tried.
+    cfg = fast_config(steps=1024)
     # Passing is part of what is learnt here (the T4 node leaves the job to the A100 node), so
     # the no-op stays legal for every agent (agent.env.work_conserving=false).
     cfg.agent.env.work_conserving = False

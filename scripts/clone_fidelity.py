@@ -164,11 +164,8 @@ def _instrument(tally: list[Tally]) -> None:
 
 def main() -> None:
     """Command line."""
-    from omegaconf import OmegaConf
-
-    from hetsched.benchmark.runner import Cell, play_cell
-    from hetsched.benchmark.scenarios import get_scenario, scenarios_in
-    from hetsched.envs.presets import scheduler_node
+    from hetsched.benchmark.runner import Cell, play_cell, preset_node
+    from hetsched.benchmark.scenarios import scenario_names
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     where = ap.add_mutually_exclusive_group(required=True)
@@ -177,14 +174,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, nargs="+", default=[0])
     ap.add_argument("--checkpoint", default=None, help="MAIFS checkpoint (default: shipped)")
     args = ap.parse_args()
-    if args.split is not None:
-        names = [sc.name for sc in scenarios_in(args.split)]
-    else:
-        names = [get_scenario(args.scenario).name]  # an unknown name fails before any run
-    raw = OmegaConf.to_container(scheduler_node("maifs"), resolve=False)
-    assert isinstance(raw, dict)
-    node = {str(k): v for k, v in raw.items()}
-    node["checkpoint"] = args.checkpoint
+    names = scenario_names(args.split, args.scenario)
+    node = preset_node("maifs", args.checkpoint)
     tally = [Tally()]
     _instrument(tally)
     total = Tally()

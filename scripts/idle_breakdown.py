@@ -24,17 +24,14 @@ import argparse
 import sys
 
 from hetsched.agents.policy import LAST_STEPS
-from hetsched.benchmark.runner import Cell, play_cell
-from hetsched.benchmark.scenarios import get_scenario, scenarios_in
+from hetsched.benchmark.runner import Cell, play_cell, preset_node
+from hetsched.benchmark.scenarios import scenario_names
 from hetsched.envs.idle import IDLE_CAUSES
 from hetsched.sim.errors import HetschedError
 
 
 def main() -> None:
     """Command line."""
-    from omegaconf import OmegaConf
-
-    from hetsched.envs.presets import scheduler_node
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     where = ap.add_mutually_exclusive_group(required=True)
@@ -44,15 +41,8 @@ def main() -> None:
     ap.add_argument("--scheduler", default="maifs", help="a conf/scheduler preset")
     ap.add_argument("--checkpoint", default=None, help="MAIFS checkpoint (default: shipped)")
     args = ap.parse_args()
-    if args.split is not None:
-        names = [sc.name for sc in scenarios_in(args.split)]
-    else:
-        names = [get_scenario(args.scenario).name]  # an unknown name fails before any run
-    raw = OmegaConf.to_container(scheduler_node(args.scheduler), resolve=False)
-    assert isinstance(raw, dict)
-    node = {str(k): v for k, v in raw.items()}
-    if "checkpoint" in node:  # the preset's interpolation needs the app's config: set it here
-        node["checkpoint"] = args.checkpoint
+    names = scenario_names(args.split, args.scenario)
+    node = preset_node(args.scheduler, args.checkpoint)
     total = dict.fromkeys(("all", "single", "slow_only", "gang_only"), 0.0)
     by_last: dict[str, float] = {}
     by_cause: dict[str, float] = {}

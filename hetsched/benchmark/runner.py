@@ -450,18 +450,32 @@ def scheduler_nodes(cfg: Any) -> dict[str, dict[str, Any]]:
         if quick_selection(cfg) and name in (cfg.cheap or {}):
             d.update(dict(cfg.cheap[name]))
         nodes[str(name)] = {str(k): v for k, v in d.items()}
-    if cfg.checkpoints:
-        from hetsched.envs.presets import scheduler_node
-
-        base = OmegaConf.to_container(scheduler_node("maifs"), resolve=False)
-        assert isinstance(base, dict)
-        for path in cfg.checkpoints:
-            p = Path(str(path))
-            if not p.is_file():
-                raise ConfigError(f"checkpoints: {str(path)!r} is not a file (give a .pt path)")
-            node = {**{str(k): v for k, v in base.items()}, "checkpoint": str(p)}
-            nodes[f"maifs[{p.stem}]"] = node
+    for path in cfg.checkpoints or ():
+        p = Path(str(path))
+        if not p.is_file():
+            raise ConfigError(f"checkpoints: {str(path)!r} is not a file (give a .pt path)")
+        nodes[f"maifs[{p.stem}]"] = preset_node("maifs", str(p))
     return nodes
+
+
+def preset_node(name: str, checkpoint: str | None = None) -> dict[str, Any]:
+    """The plain config of the scheduler preset ``name`` for a :class:`Cell`, unresolved. A
+    preset with a ``checkpoint`` field (its interpolation needs the app's config) gets
+    ``checkpoint`` there (None: the shipped network).
+
+    Raises:
+        ValueError: If there is no such preset; the message lists those there are.
+    """
+    from omegaconf import OmegaConf
+
+    from hetsched.envs.presets import scheduler_node
+
+    raw = OmegaConf.to_container(scheduler_node(name), resolve=False)
+    assert isinstance(raw, dict)
+    node = {str(k): v for k, v in raw.items()}
+    if "checkpoint" in node:
+        node["checkpoint"] = checkpoint
+    return node
 
 
 def benchmark_cells(cfg: Any) -> list[Cell]:

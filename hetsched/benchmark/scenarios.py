@@ -277,6 +277,19 @@ def scenarios_in(split: str) -> list[Scenario]:
     raise ConfigError(f"unknown split {split!r}; known: {split_names()}")
 
 
+def scenario_names(split: str | None = None, scenario: str | None = None) -> list[str]:
+    """Every scenario of ``split``, else ``[scenario]``; an unknown name fails before any run.
+
+    Raises:
+        ConfigError: If the split or the scenario is unknown, or neither is given.
+    """
+    if split is not None:
+        return [sc.name for sc in scenarios_in(split)]
+    if scenario is None:
+        raise ConfigError("give a split or a scenario")
+    return [get_scenario(scenario).name]
+
+
 def check_trainable(scenario_name: str) -> None:
     """Refuse training on a test scenario (or an unknown one).
 

@@ -246,3 +246,13 @@ def test_a_retrained_checkpoint_at_the_same_path_is_a_new_cell(tmp_path: Path) -
     h = Cell("philly_sia64_busy", "fifo", fifo, "exact", 1.0, 0).config_hash
     ck.write_bytes(b"three")
     assert Cell("philly_sia64_busy", "fifo", fifo, "exact", 1.0, 0).config_hash == h
+
+
+def test_preset_node_sets_the_checkpoint_of_maifs_presets_only() -> None:
+    from hetsched.benchmark.runner import preset_node
+
+    assert preset_node("maifs", "my.pt")["checkpoint"] == "my.pt"
+    assert preset_node("maifs")["checkpoint"] is None  # the shipped network
+    assert "checkpoint" not in preset_node("fifo", "my.pt")
+    with pytest.raises(ValueError, match="fifo"):
+        preset_node("nope")

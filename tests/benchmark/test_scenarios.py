@@ -147,3 +147,14 @@ def test_the_training_app_refuses_test_families_and_clusters(
     err = capsys.readouterr().err
     assert code == EXIT_BAD_INPUT and needle in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "run" / "checkpoints").exists()
+
+
+def test_scenario_names_of_a_split_or_one_scenario() -> None:
+    from hetsched.benchmark.scenarios import scenario_names, scenarios_in
+    from hetsched.sim.errors import ConfigError
+
+    assert scenario_names("validation") == [s.name for s in scenarios_in("validation")]
+    assert scenario_names(scenario="itp_c06_pai_busy") == ["itp_c06_pai_busy"]
+    for bad in ({"split": "nope"}, {"scenario": "nope"}, {}):
+        with pytest.raises(ConfigError):
+            scenario_names(**bad)

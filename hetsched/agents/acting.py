@@ -34,7 +34,7 @@ from hetsched.agents.coordination import (
     ordered_actions,
 )
 from hetsched.agents.network import MAIFSNet, NetDims
-from hetsched.agents.teacher import best_alone_tput, share_guard, window_tput
+from hetsched.agents.teacher import SJFTeacher, best_alone_tput, share_guard, window_tput
 from hetsched.envs.core import EnvCore
 from hetsched.envs.features import ObsLayout
 from hetsched.envs.rewards import REWARD_TERMS
@@ -206,6 +206,35 @@ def rate_priority(
     return np.asarray(np.where(legal, rel, -1.0).max(axis=1), dtype=np.float64)
 
 
+def cores_priority(
+    core: EnvCore, mask: NDArray[np.integer], teacher: SJFTeacher
+) -> NDArray[np.float64]:
+    """Each agent's decision priority under ``decision_order="cores"``, shape (N,).
+
+    Like :func:`rate_priority`, with the teacher's rate model
+    (:meth:`hetsched.agents.teacher.SJFTeacher.rates`: the job's GPU level, and the CPU level
+    the node's free cores allow, counted): for every window job the agent may claim alone, its
+    rate on the agent's node over the best rate any node offers it now; the priority is the
+    largest of these ratios, -1 for an agent with no such claim. The node the teacher would
+    give a job to has ratio 1 for it, so it decides before a node that serves every job it
+    could take worse.
+
+    Args:
+        core: The env core at the decision step.
+        mask: The agent's action masks, shape (N, A) (placement actions first).
+        teacher: The teacher whose rate model ranks the agents.
+    """
+    N, K = core.N, core.K
+    if core.wl is None or core.jt is None:
+        return np.zeros(N)
+    rate = teacher.rates(core)[0]  # (N, K), 0 where the job cannot run alone there
+    top = rate.max(axis=0)
+    rel = rate / np.where(top > 0, top, np.inf)[None, :]
+    L = (core.n_place - 1) // K
+    legal = (mask[:, 1 : core.n_place] == 1).reshape(N, K, L).any(axis=2) & (rate > 0)
+    return np.asarray(np.where(legal, rel, -1.0).max(axis=1), dtype=np.float64)
+
+
 @functools.lru_cache(maxsize=16)
 def identity_columns(layout: ObsLayout) -> NDArray[np.bool_]:
     """Observation columns that carry identities, shape (D,): the own node's GPU-type one-hot
@@ -270,6 +299,7 @@ class Acting:
         self.conf = conf
         self.greedy = greedy
         self.rng = rng
+        self.teacher = SJFTeacher.for_agent(conf) if conf.env.decision_order == "cores" else None
 
     @torch.no_grad()
     def step(self, core: EnvCore) -> dict[str, Any]:
@@ -309,7 +339,7 @@ class Acting:
                 graph=self.conf.conflict != "none",
                 extra=extra,
                 binding=bind,
-                priority=rate_priority(core, mask, rates) if by_rate else None,
+                priority=self._priority(core, mask, rates),
                 gang_type=core.cluster.node_type if env.gang_binding else None,
             )
         if not (actions > 0).any() and core.any_legal and core.round_allocation().size == 0:
@@ -331,6 +361,16 @@ class Acting:
             "logp": logp.astype(np.float32),
             "value": np.float32(value.item()),
         }
+
+    def _priority(
+        self, core: EnvCore, mask: NDArray[np.int8], rates: Rates | None
+    ) -> NDArray[np.float64] | None:
+        """The decision order's priorities, shape (N,) (None: the most confident first)."""
+        if self.teacher is not None:
+            return cores_priority(core, mask, self.teacher)
+        if self.conf.env.decision_order == "rate":
+            return rate_priority(core, mask, rates)
+        return None
 
     def __call__(self, core: EnvCore) -> NDArray[np.int64]:
         """Actions only (the :class:`~hetsched.agents.policy.ActorPolicy` actor)."""

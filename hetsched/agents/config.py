@@ -15,7 +15,7 @@ from hydra.core.config_store import ConfigStore
 CONFLICT_MODES: tuple[str, ...] = ("ordered", "maxsum", "none")
 
 #: Who decides first in the ordered decision (``agent.env.decision_order``).
-DECISION_ORDERS: tuple[str, ...] = ("rate", "confidence")
+DECISION_ORDERS: tuple[str, ...] = ("rate", "cores", "confidence")
 
 #: The agent's GPU-count levels (multipliers of the request; elastic jobs only, clipped to
 #: their ``[min_gpus, max_gpus]``). The env's default :data:`~hetsched.envs.spaces.DEFAULT_GPU_LEVELS`
@@ -70,7 +70,9 @@ class AgentEnvConf:
             :func:`hetsched.agents.coordination.ordered_actions`). ``"rate"``: the agents whose
             node serves the jobs they may claim best, relative to the best one node of the
             cluster could (:func:`hetsched.agents.acting.rate_priority`), then the most
-            confident; ``"confidence"``: the most confident (highest best-claim probability)
+            confident; ``"cores"``: the same with the teacher's rate model, which counts the
+            cores each node can give the job (:func:`hetsched.agents.acting.cores_priority`);
+            ``"confidence"``: the most confident (highest best-claim probability)
             first. Which job each agent claims, or whether it passes, stays the network's
             choice either way. Checkpoints saved before this field existed load with
             ``confidence``.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import make_cluster, make_workload
+from conftest import make_cluster, make_tm, make_workload
 from helpers import fast_config, preempt_env, tiny_tm
 
 from hetsched.agents.acting import Acting, build_net, env_settings, net_dims
@@ -452,3 +452,41 @@ def test_maifs_policy_acts_under_the_checkpoints_decision_order_unless_told() ->
     assert MAIFSPolicy().conf.env.decision_order == saved  # nothing shared was changed
     with pytest.raises(ValueError, match="decision_order"):
         MAIFSPolicy(decision_order="fastest")
+
+
+def test_cores_order_counts_the_cores_a_node_can_give() -> None:
+    """``decision_order="cores"`` ranks the agents by the teacher's rate model: with the A100
+    only 1.2x as fast at the request but left 4 cores (the job's request) and the T4 node 16,
+    the T4 serves the CPU-sensitive job faster (phi 1.5 at twice the cores) and decides first,
+    where the request-level ``rate`` order puts the A100 first."""
+    from helpers import A100
+
+    from hetsched.agents.acting import agent_masks, cores_priority, rate_priority
+    from hetsched.agents.config import MAIFSAgentConf
+
+    base = np.ones((2, len(GPU_TYPE_NAMES)))
+    base[:, A100] = 1.2
+    tm = make_tm(base, cpu_alpha=(0.7, 0.7))
+    cl = make_cluster(
+        [
+            {"gpu_type": "t4", "count": 1, "gpus": 1, "cpus": 16, "mem_gib": 64},
+            {"gpu_type": "a100", "count": 1, "gpus": 1, "cpus": 4, "mem_gib": 64},
+        ]
+    )
+    wl = make_workload([0.0], [4.0 * 3600], [1], cpu=4.0, mem=16.0)
+    conf = MAIFSAgentConf()
+    conf.env.decision_order = "cores"
+    env = TeamEnv(cl, wl, tm, env_settings(conf.env), conf.env.max_steps)
+    env.reset(np.random.default_rng(0))
+    core = env.core
+    mask, _ = agent_masks(core, conf.env)
+    teacher = SJFTeacher.for_agent(conf)
+    prio = cores_priority(core, mask, teacher)
+    assert prio[0] == pytest.approx(1.0) and 0.5 < prio[1] < 1.0
+    by_rate = rate_priority(core, mask)
+    assert by_rate[1] == pytest.approx(1.0) and by_rate[0] < 1.0
+    net = build_net(conf.net, net_dims(core.layout, core.cfg.levels))
+    assert Acting(net, conf, greedy=True).teacher is not None  # the order's rate model
+    no_claim = np.zeros_like(mask)
+    no_claim[:, 0] = 1
+    assert (cores_priority(core, no_claim, teacher) == -1.0).all()

@@ -194,15 +194,28 @@ def rate_priority(
         mask: The agent's action masks, shape (N, A) (placement actions first).
         rates: :func:`window_rates` if already computed.
     """
-    N, K = core.N, core.K
+    N = core.N
     if rates is None:
         rates = window_rates(core)
     if rates is None:
         return np.zeros(N)
     tput, best = rates
-    rel = tput / np.where(best > 0, best, np.inf)[None, :]
+    return _best_ratio(core, mask, tput, best, core.slot_ok[None, :])
+
+
+def _best_ratio(
+    core: EnvCore,
+    mask: NDArray[np.integer],
+    rate: NDArray[np.float64],
+    best: NDArray[np.float64],
+    ok: NDArray[np.bool_],
+) -> NDArray[np.float64]:
+    """Per agent, the largest ``rate / best`` over the window jobs it may claim (a legal
+    placement in ``mask`` where ``ok``), -1 for none; shapes (N, K), (K,), (N, K) or (1, K)."""
+    N, K = core.N, core.K
+    rel = rate / np.where(best > 0, best, np.inf)[None, :]
     L = (core.n_place - 1) // K
-    legal = (mask[:, 1 : core.n_place] == 1).reshape(N, K, L).any(axis=2) & core.slot_ok[None, :]
+    legal = (mask[:, 1 : core.n_place] == 1).reshape(N, K, L).any(axis=2) & ok
     return np.asarray(np.where(legal, rel, -1.0).max(axis=1), dtype=np.float64)
 
 
@@ -224,15 +237,10 @@ def cores_priority(
         mask: The agent's action masks, shape (N, A) (placement actions first).
         teacher: The teacher whose rate model ranks the agents.
     """
-    N, K = core.N, core.K
     if core.wl is None or core.jt is None:
-        return np.zeros(N)
+        return np.zeros(core.N)
     rate = teacher.rates(core)[0]  # (N, K), 0 where the job cannot run alone there
-    top = rate.max(axis=0)
-    rel = rate / np.where(top > 0, top, np.inf)[None, :]
-    L = (core.n_place - 1) // K
-    legal = (mask[:, 1 : core.n_place] == 1).reshape(N, K, L).any(axis=2) & (rate > 0)
-    return np.asarray(np.where(legal, rel, -1.0).max(axis=1), dtype=np.float64)
+    return _best_ratio(core, mask, rate, rate.max(axis=0), rate > 0)
 
 
 @functools.lru_cache(maxsize=16)
@@ -366,9 +374,11 @@ class Acting:
         self, core: EnvCore, mask: NDArray[np.int8], rates: Rates | None
     ) -> NDArray[np.float64] | None:
         """The decision order's priorities, shape (N,) (None: the most confident first)."""
-        if self.teacher is not None:
+        order = self.conf.env.decision_order
+        if order == "cores":
+            assert self.teacher is not None
             return cores_priority(core, mask, self.teacher)
-        if self.conf.env.decision_order == "rate":
+        if order == "rate":
             return rate_priority(core, mask, rates)
         return None
 

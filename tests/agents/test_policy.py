@@ -458,7 +458,7 @@ def test_cores_order_counts_the_cores_a_node_can_give() -> None:
     """``decision_order="cores"`` ranks the agents by the teacher's rate model: with the A100
     only 1.2x as fast at the request but left 4 cores (the job's request) and the T4 node 16,
     the T4 serves the CPU-sensitive job faster (phi 1.5 at twice the cores) and decides first,
-    where the request-level ``rate`` order puts the A100 first."""
+    where the request-level ``rate`` order puts the A100 first; the acting agents follow."""
     from helpers import A100
 
     from hetsched.agents.acting import agent_masks, cores_priority, rate_priority
@@ -485,8 +485,13 @@ def test_cores_order_counts_the_cores_a_node_can_give() -> None:
     assert prio[0] == pytest.approx(1.0) and 0.5 < prio[1] < 1.0
     by_rate = rate_priority(core, mask)
     assert by_rate[1] == pytest.approx(1.0) and by_rate[0] < 1.0
-    net = build_net(conf.net, net_dims(core.layout, core.cfg.levels))
-    assert Acting(net, conf, greedy=True).teacher is not None  # the order's rate model
+    # Acting under each order: both nodes are bound, whoever decides first takes the one job.
+    net = build_net(conf.net, net_dims(core.layout, core.cfg.levels)).eval()
+    acts = Acting(net, conf, greedy=True)(core)
+    assert acts[0] > 0 and acts[1] == 0  # the T4 node first
+    conf.env.decision_order = "rate"
+    acts = Acting(net, conf, greedy=True)(core)
+    assert acts[1] > 0 and acts[0] == 0  # the A100 node first
     no_claim = np.zeros_like(mask)
     no_claim[:, 0] = 1
     assert (cores_priority(core, no_claim, teacher) == -1.0).all()

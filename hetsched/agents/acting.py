@@ -309,31 +309,9 @@ class Acting:
         self.rng = rng
         self.teacher = SJFTeacher.for_agent(conf) if conf.env.decision_order == "cores" else None
 
+    @torch.no_grad()
     def step(self, core: EnvCore) -> dict[str, Any]:
         """Decide one step: actions, the effective masks, per-agent log-probs, value, inputs."""
-        return self._decide(core, None, None)
-
-    def label(
-        self, core: EnvCore, labels: NDArray[np.int64], prefer: NDArray[np.float64]
-    ) -> dict[str, Any]:
-        """A teacher's joint action made one the agents could act: the ordered decision walks
-        ``labels`` (N,) in the order the network would decide in
-        (:func:`hetsched.agents.coordination.ordered_actions` with ``labels``; ``prefer``,
-        shape (N, P - 1), ranks the claims of an agent whose label is not legal for it).
-
-        Returns:
-            What :meth:`step` returns, with the labels as ``"actions"``.
-        """
-        return self._decide(core, labels, prefer)
-
-    @torch.no_grad()
-    def _decide(
-        self,
-        core: EnvCore,
-        labels: NDArray[np.int64] | None,
-        prefer: NDArray[np.float64] | None,
-    ) -> dict[str, Any]:
-        """:meth:`step` (``labels`` None) or :meth:`label`."""
         obs = agent_observations(core, self.conf.env)
         env = self.conf.env
         by_rate = env.decision_order == "rate"
@@ -349,7 +327,7 @@ class Acting:
         logits, value, _ = self.net(o, m, g)
         lg = logits[0].double().numpy()
         rng = None if self.greedy else self.rng
-        if self.conf.conflict == "maxsum" and self.greedy and labels is None:
+        if self.conf.conflict == "maxsum" and self.greedy:
             slot_single = np.asarray(
                 single.reshape(core.N, core.K, -1).any(axis=(0, 2)), dtype=bool
             )
@@ -371,15 +349,8 @@ class Acting:
                 binding=bind,
                 priority=self._priority(core, mask, rates),
                 gang_type=core.cluster.node_type if env.gang_binding else None,
-                labels=labels,
-                prefer=prefer,
             )
-        if (
-            labels is None
-            and not (actions > 0).any()
-            and core.any_legal
-            and core.round_allocation().size == 0
-        ):
+        if not (actions > 0).any() and core.any_legal and core.round_allocation().size == 0:
             # The joint no-op is not an action on an idle cluster (module docstring).
             claims = np.where(eff[:, 1 : core.n_place], lg[:, 1 : core.n_place], -np.inf)
             i = int(np.argmax(claims.max(axis=1)))

@@ -212,11 +212,6 @@ class BCConf:
         value_coef: Weight of the critic's regression on the teacher's returns.
         long_weight: Loss weight of agents whose teacher action claims a long job (the rare
             makespan-critical decisions; see :func:`hetsched.agents.rollout.label_weights`).
-        ordered_labels: Label under the semantics the agents act under: the teacher's joint
-            action is walked in the network's decision order, each agent labelled under the
-            mask it decides under (:meth:`hetsched.agents.acting.Acting.label`); an agent the
-            work-conserving semantics make claim where the teacher passes takes a claim
-            instead of weighing 0. False: the env's masks, and such labels weigh 0.
     """
 
     episodes: int = 40
@@ -228,7 +223,6 @@ class BCConf:
     batch: int = 64
     value_coef: float = 0.5
     long_weight: float = 1.0
-    ordered_labels: bool = False
 
 
 @dataclass

@@ -85,17 +85,8 @@ def ordered_actions(
     binding: NDArray[np.bool_] | None = None,
     priority: NDArray[np.float64] | None = None,
     gang_type: NDArray[np.int64] | None = None,
-    labels: NDArray[np.int64] | None = None,
-    prefer: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
     """Ordered decision: sample (or argmax) agent by agent, masking claimed jobs for neighbours.
-
-    Given ``labels`` (a teacher's joint action, decided without an order), the walk labels
-    instead of deciding: each agent takes its label if the mask it decides under allows it, and
-    otherwise (:func:`_substitute`) the no-op if that is legal, else the label of a later agent
-    that it may make too (it takes the claim, and the later agent is labelled in its turn), else
-    its open binding claim ``prefer`` ranks highest. So every agent gets a label it could act,
-    under the mask it acts under.
 
     Args:
         logits: Actor logits, shape (N, A).
@@ -117,10 +108,6 @@ def ordered_actions(
             once an agent claims a job as a gang, the later agents of its GPU type may not
             claim another job as a gang, so they fill that one instead of splitting between
             two that neither fill (None: no such masking).
-        labels: A joint action to follow instead of the logits, shape (N,) (None: decide);
-            the logits still set the order.
-        prefer: With ``labels``, each agent's preference for each claim, shape (N, A - 1 -
-            extra), higher first (None: the lowest action first).
 
     Returns:
         ``(actions (N,), effective masks (N, A))``: the mask each agent decided under.
@@ -132,14 +119,13 @@ def ordered_actions(
     actions = np.zeros(N, dtype=np.int64)
     legal_logits = np.where(eff, logits, NEG)
     if not graph:
-        return (_pick(legal_logits, rng) if labels is None else labels.copy()), eff
+        return _pick(legal_logits, rng), eff
     adj = coordination_graph(candidate_sets(mask[:, :P], window))
     best = np.where(eff[:, 1:].any(axis=1), _log_softmax(legal_logits)[:, 1:].max(axis=1), NEG)
     keys = (np.arange(N), -best) if priority is None else (np.arange(N), -best, -priority)
     order = np.lexsort(keys)
     taken = np.zeros((N, window), dtype=bool)  # job k already claimed, as seen by agent i
     gang_open: dict[int, int] = {}  # GPU type -> the job slot claimed there as a gang
-    done = np.zeros(N, dtype=bool)  # agents that have decided
     slots = np.arange(P - 1) // L
     for i in order.tolist():  # one pass over the agents
         cut = np.repeat(taken[i], L)
@@ -151,18 +137,9 @@ def ordered_actions(
                 eff[i, 0] |= not (eff[i, 1:P] & binding[i]).any()
             elif not eff[i].any():  # every claim taken: passing is legal again
                 eff[i, 0] = True
-        if labels is None:
-            row = np.where(eff[i], logits[i], NEG)
-            a = int(_pick(row[None, :], rng)[0])
-        else:
-            a = int(labels[i])
-            if not eff[i, a]:
-                bind_i = single[i, : P - 1] if binding is None else binding[i]
-                later = ~done
-                later[i] = False
-                a = _substitute(eff[i, :P], bind_i, labels, later, prefer, i)
+        row = np.where(eff[i], logits[i], NEG)
+        a = int(_pick(row[None, :], rng)[0])
         actions[i] = a
-        done[i] = True
         if 0 < a < P:
             k = (a - 1) // L
             if single[i, a - 1]:
@@ -170,31 +147,6 @@ def ordered_actions(
             elif gang_type is not None:
                 gang_open.setdefault(int(gang_type[i]), k)
     return actions, eff
-
-
-def _substitute(
-    eff: NDArray[np.bool_],
-    bind: NDArray[np.bool_],
-    labels: NDArray[np.int64],
-    later: NDArray[np.bool_],
-    prefer: NDArray[np.float64] | None,
-    i: int,
-) -> int:
-    """The label of agent ``i`` when its own is not legal under ``eff`` (its no-op and claims,
-    shape (P,)): the no-op if legal, else an open binding claim (``bind``, (P - 1,)), the ones
-    the agents in ``later`` (N,) are labelled with first, each group by ``prefer`` (N, P - 1)."""
-    if eff[0]:
-        return 0
-    open_ = eff[1:] & bind
-    if not open_.any():  # cannot happen under the semantics (the no-op is then legal)
-        return 0
-    P = eff.shape[0]
-    lab = labels[later]
-    wanted = np.zeros(P - 1, dtype=bool)
-    wanted[lab[(lab > 0) & (lab < P)] - 1] = True
-    pick = open_ & wanted if (open_ & wanted).any() else open_
-    score = np.zeros(P - 1) if prefer is None else prefer[i]
-    return 1 + int(np.argmax(np.where(pick, score, -np.inf)))
 
 
 def _pick(logits: NDArray[np.float64], rng: np.random.Generator | None) -> NDArray[np.int64]:

@@ -144,25 +144,16 @@ def play(
             d["weight"] = np.ones(core.N, dtype=np.float32)
             run = d["actions"]
         else:
+            mask, _ = agent_masks(core, conf.env)
             label = teacher.act(core)
-            if conf.bc.ordered_labels:
-                d = acting.label(core, label, teacher.preference(core))
-                label, mask = d["actions"], d["mask"]
-            else:
-                m8, _ = agent_masks(core, conf.env)
-                mask = m8.astype(bool)
-                d = {
-                    "obs": agent_observations(core, conf.env),
-                    "adj": graph_of(m8, core.K, core.n_actions - core.n_place),
-                }
             weight = label_weights(core, label, conf)
-            # A label the agent could not act (unordered labels: the teacher passes where the
-            # agent must claim) teaches nothing: weight 0.
-            weight[~mask[np.arange(core.N), label]] = 0.0
+            # A teacher label the agent's action semantics forbid (it passes where the agent
+            # must claim) teaches nothing: weight 0.
+            weight[mask[np.arange(core.N), label] == 0] = 0.0
             d = {
-                "obs": d["obs"].astype(np.float16),
-                "mask": mask,
-                "adj": d["adj"],
+                "obs": agent_observations(core, conf.env).astype(np.float16),
+                "mask": mask.astype(bool),
+                "adj": graph_of(mask, core.K, core.n_actions - core.n_place),
                 "actions": label,
                 "logp": np.zeros(core.N, dtype=np.float32),
                 "value": np.float32(0.0),

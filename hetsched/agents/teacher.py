@@ -403,43 +403,6 @@ class SJFTeacher:
         go = best > gain_s
         actions[go] = ro + slot[go]
 
-    def _job_order(self, core: EnvCore, rate: F64) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
-        """The window slots in the order the teacher places them (with ``order="sjf"``: long
-        jobs first, longest first, then shortest estimated time first; else window order),
-        and which slots hold long jobs, shape (K,). ``rate``: :meth:`rates`' first part."""
-        assert core.jt is not None
-        w = np.where(core.slot_ok, core.window, 0)
-        rem = _seen_remaining(core)[w]
-        top = rate.max(axis=0)
-        est = np.where(top > 0, rem / np.where(top > 0, top, 1.0), np.inf)
-        slots = np.flatnonzero(core.slot_ok)
-        long = est > self.long_s
-        if self.order == "sjf":
-            key = np.where(long, -est, est)  # long jobs first (makespan), then shortest first
-            slots = slots[np.lexsort((est[slots], key[slots]))]
-        return slots, long
-
-    def preference(self, core: EnvCore) -> F64:
-        """How the teacher ranks each agent's claims, shape (N, P - 1), higher first: by the
-        order it places jobs in (:meth:`_job_order`), and within a job the levels it would
-        choose on that node first. Ranks the claims of an agent the semantics make claim
-        where the teacher passes (:meth:`hetsched.agents.acting.Acting.label`)."""
-        N, K = core.N, core.K
-        L = (core.n_place - 1) // K
-        if core.wl is None or core.jt is None:
-            return np.zeros((N, K * L))
-        rate, lvl, lvl_g = self.rates(core)
-        slots, _ = self._job_order(core, rate)
-        rank = np.full(K, float(K))
-        rank[slots] = np.arange(slots.size)
-        score = np.repeat(np.broadcast_to(-rank, (N, K)), L, axis=1).copy()
-        m1 = core.cfg.levels.one_index[2]
-        mine = core.codec.encode(np.arange(K)[None, :], lvl_g, lvl, m1) - 1  # (N, K)
-        rows = np.broadcast_to(np.arange(N)[:, None], (N, K))
-        ok = rate > 0
-        score[rows[ok], mine[ok]] += 0.5
-        return score
-
     def _place(self, core: EnvCore, actions: NDArray[np.int64]) -> None:
         """Steps 1-3 of the module docstring: claims written into ``actions`` (N,)."""
         assert core.sim is not None and core.jt is not None and core.wl is not None
@@ -448,12 +411,19 @@ class SJFTeacher:
         guard = share_guard(core, self.share_guard_all) if self.share_guard else None
         rate, lvl, lvl_g = self.rates(core, guard)
         w = np.where(core.slot_ok, core.window, 0)
+        rem = _seen_remaining(core)[w]
         best_any = best_alone_tput(core, w)
         here = window_tput(core, w)
         nt = core.cluster.node_type
-        slots, long = self._job_order(core, rate)
+        top = rate.max(axis=0)
+        est = np.where(top > 0, rem / np.where(top > 0, top, 1.0), np.inf)
+        slots = np.flatnonzero(core.slot_ok)
         if self.evict_ratio is not None and core.cfg.preemptive:  # evicted: wait a round
             slots = slots[~core.evicted_this_round[w[slots]]]
+        long = est > self.long_s
+        if self.order == "sjf":
+            key = np.where(long, -est, est)  # long jobs first (makespan), then shortest first
+            slots = slots[np.lexsort((est[slots], key[slots]))]
         taken = np.zeros(N, dtype=bool)
         legal = core.ma.legal
         levels = self.gpu_levels(core)

@@ -79,38 +79,6 @@ def test_ordered_decision_avoids_conflicts_and_respects_masks() -> None:
         assert len(sl) == len(set(sl))
 
 
-def test_labels_walked_in_order_give_every_agent_a_label_it_can_act() -> None:
-    """A teacher's joint action walked in the decision order: an agent that must claim where
-    the teacher passes takes the claim of a later agent (which then is labelled in its turn),
-    else its open binding claim ``prefer`` ranks highest; legal labels stay as they are."""
-    m = _mask([[0, 1], [0, 1], [2]])
-    m[:, 0] = 0  # every agent must claim (work-conserving)
-    single = np.ones((3, A - 1), dtype=bool)
-    logits = np.zeros((3, A))
-    prio = np.array([0.9, 0.5, 0.1])  # agent 0 decides first, then 1, then 2
-    slot1, slot2 = 1 + 1 * L, 1 + 2 * L
-    teacher = np.array([0, slot1, slot2])  # agent 0 passes: not a label it can act
-    prefer = np.zeros((3, A - 1))
-    prefer[1, 1] = 5.0  # agent 1 prefers slot 0 at its second level
-    acts, eff = ordered_actions(
-        logits, m, single, K, None, priority=prio, labels=teacher, prefer=prefer
-    )
-    assert acts[0] == slot1  # agent 0 takes the later agent 1's claim
-    assert acts[1] == 2  # slot 1 is taken, slot 0 still binds it: its preferred claim there
-    assert acts[2] == slot2  # a legal label is kept
-    assert all(eff[i, a] for i, a in enumerate(acts))
-    # an agent whose binding claims were all taken before its turn passes
-    m[1, 1 : 1 + L] = 0  # agent 1 may host slot 1 only
-    acts, eff = ordered_actions(logits, m, single, K, None, priority=prio, labels=teacher)
-    assert acts.tolist() == [slot1, 0, slot2] and eff[1, 0]
-    # without a later agent's claim among its open ones: the one prefer ranks highest
-    prefer[0, 1 + 1 * L - 1] = 7.0
-    acts, _ = ordered_actions(
-        logits, m, single, K, None, priority=prio, labels=np.array([0, 0, slot2]), prefer=prefer
-    )
-    assert acts.tolist() == [slot1, 0, slot2]
-
-
 def test_without_graph_agents_decide_independently() -> None:
     m = _mask([[0], [0]])
     logits = np.zeros((2, A))

@@ -93,38 +93,3 @@ def test_gang_binding_makes_gang_claims_bind_and_fills_the_first_gang() -> None:
     assert acts.tolist() == [1, 1, 1] and not eff[1:, 2].any()  # job 1 masked once 0 opened
     env.step(acts)
     assert core.sim is not None and core.sim.start_time[0] == 0.0  # job 0 ran at once
-
-
-def test_ordered_labels_label_every_agent_under_the_mask_it_decides_under() -> None:
-    """Two interchangeable A100 nodes and one waiting job: the teacher gives it to one node and
-    passes on the other, which the work-conserving semantics make claim. Unordered, that pass
-    weighs 0; walked in the network's decision order, the agent deciding first takes the claim,
-    the other passes under its effective mask, and every label counts."""
-    from hetsched.agents.acting import build_net, env_settings, net_dims
-    from hetsched.agents.config import MAIFSAgentConf
-    from hetsched.agents.rollout import EpisodeSpec, play
-
-    cl = make_cluster([{"gpu_type": "a100", "count": 2, "gpus": 4, "cpus": 64, "mem_gib": 512}])
-    wl = make_workload([0.0], [3600.0], [1], cpu=4.0, mem=16.0)
-    conf = MAIFSAgentConf()
-    env = TeamEnv(cl, wl, tiny_tm(), env_settings(conf.env), conf.env.max_steps)
-    env.reset(np.random.default_rng(0))
-    assert env.core.layout is not None
-    dims = net_dims(env.core.layout, env.core.cfg.levels)
-    net = build_net(conf.net, dims)  # untrained: it only sets the order
-    teacher = SJFTeacher.for_agent(conf)
-    label = teacher.act(env.core)
-    pref = teacher.preference(env.core)
-    for n in np.flatnonzero(label):  # the teacher ranks its own claim first on its node
-        assert pref[n, label[n] - 1] == pref[n].max() > pref[n].min()
-    spec = EpisodeSpec(0, 0, 0, "teacher")
-    plain = play(env, net, conf, teacher, spec)
-    conf.bc.ordered_labels = True
-    walked = play(env, net, conf, teacher, spec)
-    for ep in (plain, walked):
-        legal = np.take_along_axis(ep.mask, ep.actions[..., None], axis=2)[..., 0]
-        assert ((ep.weight > 0) == legal).all()  # what cannot be acted weighs 0
-    assert (plain.weight[0] == 0).any(), "a forced pass at the first step, unordered"
-    assert (walked.weight == 1).all()
-    first = walked.actions[0]
-    assert ((first > 0) & (first < env.core.n_place)).sum() == 1 and (first == 0).sum() == 1

@@ -11,8 +11,9 @@ same type at the same level), ``other_type``, ``other_level`` or ``net_missed`` 
 leaves it waiting); a job only the network claims counts as ``net_extra``. Where the GPU type
 or level differs, the line gives how fast the network's choice runs the job against the
 teacher's (isolated throughput). Evictions and migrations are counted apart, with those by
-agents the work-conserving semantics made claim (their no-op is illegal; the teacher's "pass"
-label for them is illegal too and weighs 0 in training, so what they do is untrained). Run it on train and validation
+agents the work-conserving masks made claim (their no-op is illegal in the env's masks, so the
+teacher's "pass" label for them weighs 0 in training; in the ordered decision such an agent
+may pass again once earlier agents took its binding claims). Run it on train and validation
 scenarios to see whether the clone is limited by fitting (low agreement on the train split
 too) or by generalisation (lower agreement on validation clusters only)::
 

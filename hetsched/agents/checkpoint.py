@@ -40,6 +40,7 @@ RETIRED: dict[tuple[str, str], object] = {
     ("env", "guard_rel_rate"): ...,
     ("bc", "evict_only"): ...,
     ("bc", "anchor"): ...,
+    ("bc", "long_weight"): ...,
     ("ppo", "rules_preset"): ...,
     ("ppo", "anchor"): ...,
 }

@@ -210,8 +210,6 @@ class BCConf:
         lr: Adam learning rate.
         batch: Decision steps per minibatch.
         value_coef: Weight of the critic's regression on the teacher's returns.
-        long_weight: Loss weight of agents whose teacher action claims a long job (the rare
-            makespan-critical decisions; see :func:`hetsched.agents.rollout.label_weights`).
     """
 
     episodes: int = 40
@@ -222,7 +220,6 @@ class BCConf:
     lr: float = 1e-3
     batch: int = 64
     value_coef: float = 0.5
-    long_weight: float = 1.0
 
 
 @dataclass

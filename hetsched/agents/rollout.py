@@ -21,7 +21,6 @@ from hetsched.agents.config import CurriculumItem, MAIFSAgentConf
 from hetsched.agents.driver import TeamEnv
 from hetsched.agents.network import MAIFSNet
 from hetsched.agents.teacher import SJFTeacher
-from hetsched.envs.core import EnvCore
 
 KEYS = ("obs", "mask", "adj", "actions", "logp", "value", "weight")
 #: Who acts in an episode: the sampling network (PPO), the teacher (behaviour cloning) or the
@@ -94,28 +93,6 @@ def gae(
     return adv, adv + value
 
 
-def label_weights(
-    core: EnvCore, label: NDArray[np.int64], conf: MAIFSAgentConf
-) -> NDArray[np.float32]:
-    """Loss weight per agent: ``bc.long_weight`` where the teacher claims a long job.
-
-    A job is long when its remaining work on its fastest allowed type at the request takes
-    more than ``teacher.long_s`` (the teacher's makespan rule; such decisions are rare).
-    """
-    w = np.ones(core.N, dtype=np.float32)
-    lw = conf.bc.long_weight
-    claim = (label > 0) & (label < core.n_place)  # evictions and resizes follow the claims
-    if lw == 1.0 or not claim.any():
-        return w
-    assert core.sim is not None and core.jt is not None
-    k = core.codec.decode(label[claim])[0]
-    j = core.window[k]
-    best = core.jt.best_tput[j]
-    est = np.where(best > 0, core.sim.remaining[j] / np.where(best > 0, best, 1.0), 0.0)
-    w[np.flatnonzero(claim)[est > conf.teacher.long_s]] = lw
-    return w
-
-
 def play(
     env: TeamEnv, net: MAIFSNet, conf: MAIFSAgentConf, teacher: SJFTeacher, spec: EpisodeSpec
 ) -> Episode:
@@ -146,7 +123,7 @@ def play(
         else:
             mask, _ = agent_masks(core, conf.env)
             label = teacher.act(core)
-            weight = label_weights(core, label, conf)
+            weight = np.ones(core.N, dtype=np.float32)
             # A teacher label the agent's action semantics forbid (it passes where the agent
             # must claim) teaches nothing: weight 0.
             weight[mask[np.arange(core.N), label] == 0] = 0.0

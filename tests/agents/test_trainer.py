@@ -374,24 +374,3 @@ def test_behaviour_cloning_learns_the_teachers_resize(tmp_path: Path) -> None:
     ck = sorted((tmp_path / "checkpoints").glob("bc_*.pt"))[-1]
     pol = MAIFSPolicy(checkpoint=ck)
     assert pol.conf.env.resizable and pol.net.dims.resize_slots == cfg.agent.env.resident_slots
-
-
-def test_long_weight_weighs_long_claims_and_ignores_eviction_labels() -> None:
-    from helpers import preempt_env
-
-    from hetsched.agents.config import MAIFSAgentConf
-    from hetsched.agents.rollout import label_weights
-
-    conf = MAIFSAgentConf()
-    conf.env.preemptive, conf.env.window, conf.env.resident_slots = True, 2, 2
-    conf.bc.long_weight = 4.0
-    env = preempt_env(conf, tiny_tm())
-    env.reset(np.random.default_rng(0))
-    core = env.core
-    long_claim = int(core.codec.encode(0, *core.cfg.levels.one_index))  # the 10-hour job
-    assert label_weights(core, np.array([long_claim]), conf).tolist() == [4.0]
-    assert label_weights(core, np.array([0]), conf).tolist() == [1.0]
-    # an eviction label (index past the claims) is not decoded as a claim
-    assert label_weights(core, np.array([core.n_place]), conf).tolist() == [1.0]
-    conf.bc.long_weight = 1.0
-    assert label_weights(core, np.array([long_claim]), conf).tolist() == [1.0]

@@ -123,10 +123,9 @@ def play(
         else:
             mask, _ = agent_masks(core, conf.env)
             label = teacher.act(core)
-            weight = np.ones(core.N, dtype=np.float32)
             # A teacher label the agent's action semantics forbid (it passes where the agent
             # must claim) teaches nothing: weight 0.
-            weight[mask[np.arange(core.N), label] == 0] = 0.0
+            weight = (mask[np.arange(core.N), label] != 0).astype(np.float32)
             d = {
                 "obs": agent_observations(core, conf.env).astype(np.float16),
                 "mask": mask.astype(bool),

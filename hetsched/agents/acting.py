@@ -322,9 +322,11 @@ class Acting:
         extra = core.n_actions - core.n_place
         adj = graph_of(mask, core.K, extra)
         o = torch.from_numpy(obs)[None]
-        m = torch.from_numpy(mask.astype(bool))[None]
         g = torch.from_numpy(adj)[None]
-        logits, value, _ = self.net(o, m, g)
+        # Unmasked logits: each agent is masked once, by the mask it decides under (``eff``:
+        # the env's, less its neighbours' claims, plus the no-op where it is legal again),
+        # which is the mask recorded and scored under in training.
+        logits, value, _ = self.net(o, torch.ones((1, *mask.shape), dtype=torch.bool), g)
         lg = logits[0].double().numpy()
         rng = None if self.greedy else self.rng
         if self.conf.conflict == "maxsum" and self.greedy:

@@ -11,6 +11,7 @@ from helpers import fast_config, preempt_env, tiny_env, tiny_tm
 
 from hetsched.agents.acting import Acting
 from hetsched.agents.checkpoint import load_checkpoint
+from hetsched.agents.config import MAIFSAgentConf
 from hetsched.agents.policy import MAIFSPolicy
 from hetsched.agents.trainer import Trainer
 from hetsched.sim.engine import SimConfig, Simulator
@@ -82,3 +83,38 @@ def test_ppo_learns_to_evict_for_a_short_job(tmp_path: Path) -> None:
     want = Acting(tr.net, cfg.agent, greedy=True)(core)
     got = Acting(tr.net, maxsum, greedy=True)(core)
     assert want[0] >= core.n_place and np.array_equal(got, want)  # both evict
+
+
+def test_recorded_log_probs_are_what_the_learner_scores(tmp_path: Path) -> None:
+    """PPO's ratio starts at 1: the log-prob recorded for each sampled action equals the one the
+    learner computes from the recorded observation, mask and graph. On a real window, ordered
+    decisions leave some agents with the no-op legal again after their binding claims were
+    taken; a mismatch there once made PPO's ratios meaningless."""
+    from hetsched.agents.config import CurriculumItem
+    from hetsched.agents.learner import forward
+    from hetsched.agents.rollout import episode_spec, play
+
+    cfg = fast_config(steps=0)
+    cfg.agent = dataclasses.replace(
+        cfg.agent,
+        curriculum=[CurriculumItem(scenario="philly_sia64_busy", seed_lo=1000, seed_hi=1001)],
+    )
+    # the shipped recipe's action semantics (conf/agent/maifs.yaml): binding claims
+    cfg.agent.env = dataclasses.replace(
+        MAIFSAgentConf().env,
+        preemptive=True,
+        migrate_speedup=1.25,
+        wait_below=0.0,
+        gang_binding=True,
+        window_backfill=8,
+    )
+    cfg.agent.net.hidden = 32
+    cfg.agent.cluster_draw.fraction = 0.0
+    torch.manual_seed(0)
+    tr = Trainer(cfg, tmp_path)
+    spec = episode_spec(0, 0, tr.items, "agent")
+    ep = play(tr.envs[spec.item], tr.net, tr.conf, tr.teacher, spec)
+    with torch.no_grad():
+        f = forward(tr.net, ep, np.arange(ep.length))
+    active = f.active.numpy() > 0
+    np.testing.assert_allclose(f.taken.numpy()[active], ep.logp[active], atol=1e-4)

@@ -11,8 +11,10 @@ from helpers import fast_config, preempt_env, tiny_env, tiny_tm
 
 from hetsched.agents.acting import Acting
 from hetsched.agents.checkpoint import load_checkpoint
-from hetsched.agents.config import MAIFSAgentConf
+from hetsched.agents.config import CurriculumItem, MAIFSAgentConf
+from hetsched.agents.learner import forward
 from hetsched.agents.policy import MAIFSPolicy
+from hetsched.agents.rollout import episode_spec, play
 from hetsched.agents.trainer import Trainer
 from hetsched.sim.engine import SimConfig, Simulator
 from hetsched.sim.workload import Workload
@@ -90,10 +92,6 @@ def test_recorded_log_probs_are_what_the_learner_scores(tmp_path: Path) -> None:
     learner computes from the recorded observation, mask and graph. On a real window, ordered
     decisions leave some agents with the no-op legal again after their binding claims were
     taken; a mismatch there once made PPO's ratios meaningless."""
-    from hetsched.agents.config import CurriculumItem
-    from hetsched.agents.learner import forward
-    from hetsched.agents.rollout import episode_spec, play
-
     cfg = fast_config(steps=0)
     cfg.agent = dataclasses.replace(
         cfg.agent,

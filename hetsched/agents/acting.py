@@ -67,25 +67,20 @@ def env_settings(conf: AgentEnvConf) -> EnvSettings:
 
 
 def net_dims(
-    layout: ObsLayout,
-    levels: LevelSets,
-    *,
-    preemptive: bool = False,
-    resizable: bool = False,
-    extra_global: int = 0,
+    layout: ObsLayout, levels: LevelSets, *, preemptive: bool = False, resizable: bool = False
 ) -> NetDims:
     """The network's view of an observation layout (with eviction actions if preemptive, resize
-    actions if resizable, and ``extra_global`` entries appended to the global block)."""
+    actions if resizable)."""
     lg, lc, lm = levels.sizes
     return NetDims(
-        obs_dim=layout.obs_dim + extra_global,
+        obs_dim=layout.obs_dim,
         num_types=layout.num_types,
         node_head=7,
         resident_slots=layout.resident_slots,
         res_dim=layout.res_dim,
         window=layout.window,
         job_dim=layout.job_dim,
-        global_dim=layout.global_dim + extra_global,
+        global_dim=layout.global_dim,
         num_levels=lg * lc * lm,
         evict_slots=layout.resident_slots if preemptive else 0,
         resize_slots=layout.resident_slots if resizable else 0,
@@ -270,23 +265,11 @@ def identity_columns(layout: ObsLayout) -> NDArray[np.bool_]:
 
 def agent_observations(core: EnvCore, conf: AgentEnvConf) -> NDArray[np.float32]:
     """The env's observations ``(N, D)`` (a new array each call), with the identity columns
-    zeroed unless ``conf.identity``, and with ``conf.share_feature`` one more global entry,
-    ``(N, D + 1)``: ``log2(1 + s) / log2(1 + G)`` for ``s = max(1, G / jobs in the system)``,
-    ``G`` the cluster's GPUs."""
+    zeroed unless ``conf.identity``."""
     obs = core.observations()
     if not conf.identity:
         obs[:, identity_columns(core.layout)] = 0.0
-    if conf.share_feature:
-        g = float(core.cluster.num_gpus)
-        s = max(1.0, g / max(1, core.jobs_in_system))
-        col = np.full((obs.shape[0], 1), np.log2(1.0 + s) / np.log2(1.0 + g), dtype=obs.dtype)
-        obs = np.concatenate([obs, col], axis=1)
     return obs
-
-
-def extra_global(conf: AgentEnvConf) -> int:
-    """Entries :func:`agent_observations` appends to the env's global block."""
-    return int(conf.share_feature)
 
 
 def graph_of(mask: NDArray[np.integer], window: int, extra: int = 0) -> NDArray[np.bool_]:

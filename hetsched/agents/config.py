@@ -119,12 +119,6 @@ class AgentEnvConf:
             one-hot of resident and window jobs). False zeroes them, so the network sees jobs
             and nodes only through throughput-relative features (the identity-features
             ablation; such a checkpoint also runs on models and GPU types it never saw).
-        share_feature: Append one entry to the global block of every agent's observation:
-            the cluster's GPUs per job in the system (arrived, unfinished), at least 1, as
-            ``log2(1 + share) / log2(1 + cluster GPUs)`` (the scale of the window's GPU-count
-            features), so that the network can tell how large an elastic job's fair share is
-            (:func:`hetsched.agents.acting.agent_observations`). Checkpoints saved before this
-            field existed load with false.
     """
 
     window: int = 16
@@ -155,7 +149,6 @@ class AgentEnvConf:
     share_guard: bool = False
     share_guard_all: bool = False
     retry_refused: bool = False
-    share_feature: bool = False
 
     def __post_init__(self) -> None:
         if self.decision_order not in DECISION_ORDERS:

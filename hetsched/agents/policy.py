@@ -338,16 +338,15 @@ class MAIFSPolicy(ActorPolicy):
         rng: np.random.Generator,
     ) -> None:
         """Build the env core and check that the observation size matches the network."""
-        from hetsched.agents.acting import Acting, extra_global
+        from hetsched.agents.acting import Acting
         from hetsched.agents.checkpoint import CheckpointError
 
         super().reset(cluster, workload, throughput, rng)
         assert self.core is not None
-        got = self.core.layout.obs_dim + extra_global(self.conf.env)
-        if got != self.net.dims.obs_dim:
+        if self.core.layout.obs_dim != self.net.dims.obs_dim:
             raise CheckpointError(
                 f"the checkpoint expects observations of size {self.net.dims.obs_dim}, this "
-                f"cluster/throughput table gives {got} (other model table?)"
+                f"cluster/throughput table gives {self.core.layout.obs_dim} (other model table?)"
             )
         if self.core.n_actions != self.net.dims.num_actions:
             raise CheckpointError(

@@ -45,7 +45,7 @@ import numpy as np
 import torch
 from omegaconf import OmegaConf
 
-from hetsched.agents.acting import build_net, env_settings, extra_global, net_dims
+from hetsched.agents.acting import build_net, env_settings, net_dims
 from hetsched.agents.checkpoint import (
     init_weights,
     load_checkpoint,
@@ -219,7 +219,6 @@ class Trainer:
                 self.settings.levels,
                 preemptive=self.settings.preemptive,
                 resizable=self.settings.resizable,
-                extra_global=extra_global(self.conf.env),
             )
             for e in self.envs
         }

@@ -9,9 +9,7 @@ from conftest import make_cluster, make_tm, make_workload
 from helpers import fast_config, preempt_env, tiny_tm
 
 from hetsched.agents.acting import Acting, build_net, env_settings, net_dims
-from hetsched.agents.config import MAIFSAgentConf
 from hetsched.agents.driver import TeamEnv
-from hetsched.agents.network import MAIFSNet
 from hetsched.agents.policy import ActorPolicy, MAIFSPolicy, PolicyStallError, TeacherPolicy
 from hetsched.agents.teacher import SJFTeacher
 from hetsched.envs.core import EnvCore
@@ -497,70 +495,3 @@ def test_cores_order_counts_the_cores_a_node_can_give() -> None:
     no_claim = np.zeros_like(mask)
     no_claim[:, 0] = 1
     assert (cores_priority(core, no_claim, teacher) == -1.0).all()
-
-
-def test_share_feature_appends_the_gpus_per_job_in_the_system() -> None:
-    """``agent.env.share_feature``: one more global entry, ``log2(1 + s) / log2(1 + G)`` with
-    ``s`` the cluster's G GPUs over the jobs in the system (at least 1); the rest unchanged."""
-    import dataclasses
-
-    from hetsched.agents.acting import agent_observations
-
-    conf = fast_config().agent
-    tm, cl, wl = _twin_instance()
-    env = TeamEnv(cl, wl, tm, env_settings(conf.env), max_steps=3000)
-    env.reset(np.random.default_rng(0))
-    on = dataclasses.replace(conf.env, share_feature=True)
-    seen = set()
-    G = cl.num_gpus  # 8
-    while True:
-        core = env.core
-        base, ext = agent_observations(core, conf.env), agent_observations(core, on)
-        assert ext.shape == (base.shape[0], base.shape[1] + 1)
-        np.testing.assert_array_equal(ext[:, :-1], base)
-        s = max(1.0, G / max(1, core.jobs_in_system))
-        np.testing.assert_allclose(ext[:, -1], np.log2(1 + s) / np.log2(1 + G), rtol=1e-6)
-        seen.add(round(float(ext[0, -1]), 6))
-        if env.step(Acting(_claiming_net(conf, env), conf, greedy=True)(core)).done:
-            break
-    assert len(seen) > 2  # the share moves as jobs arrive and finish
-
-
-def test_share_feature_network_schedules_in_the_simulator_as_in_the_env() -> None:
-    """A network built with the share feature runs through :class:`MAIFSPolicy` (the
-    benchmark's path) exactly as in the env; one without it is refused by a share-feature
-    policy's layout check and vice versa."""
-    import dataclasses
-
-    from hetsched.agents.acting import extra_global
-    from hetsched.agents.checkpoint import CheckpointError
-
-    conf = fast_config().agent
-    conf.env = dataclasses.replace(conf.env, share_feature=True)
-    tm, cl, wl = _twin_instance()
-    env = TeamEnv(cl, wl, tm, env_settings(conf.env), max_steps=3000)
-    net = _claiming_net(conf, env)
-    assert net.dims.obs_dim == env.core.layout.obs_dim + extra_global(conf.env)
-    acting = Acting(net, conf, greedy=True)
-    env.reset(np.random.default_rng(0))
-    while not env.step(acting(env.core)).done:
-        pass
-    via_env = env.core.sim.result()  # type: ignore[union-attr]
-    via_sim = _run(MAIFSPolicy(net=(net, conf)), cl, wl, tm)
-    np.testing.assert_allclose(via_sim.start_time, via_env.start_time)
-    np.testing.assert_allclose(via_sim.finish_time, via_env.finish_time)
-    off = dataclasses.replace(conf, env=dataclasses.replace(conf.env, share_feature=False))
-    with pytest.raises(CheckpointError, match="observations of size"):
-        _run(MAIFSPolicy(net=(net, off)), cl, wl, tm)
-
-
-def _claiming_net(conf: MAIFSAgentConf, env: TeamEnv) -> MAIFSNet:
-    """An untrained network (seed 0) for ``conf``'s observations that claims whenever it can."""
-    from hetsched.agents.acting import extra_global
-
-    torch.manual_seed(0)
-    dims = net_dims(env.core.layout, env.core.cfg.levels, extra_global=extra_global(conf.env))
-    net = build_net(conf.net, dims).eval()
-    with torch.no_grad():
-        net.noop.bias.fill_(-10.0)
-    return net

@@ -240,11 +240,6 @@ class PPOConf:
         vf_coef: Value-loss weight.
         max_grad_norm: Gradient-norm clip.
         attn_reg: L2 penalty on the attention logits (MAAC).
-        teacher_coef: Weight of a cross-entropy term to the teacher's labels of the states
-            PPO visits (kickstarting, Schmitt et al. 2018): the teacher labels every step of
-            the sampled episodes and the loss adds this times the mean cross-entropy of the
-            agents whose label is legal under the mask they decided under (0: plain PPO, no
-            labels computed).
     """
 
     env_steps: int = 40_000
@@ -260,13 +255,6 @@ class PPOConf:
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
     attn_reg: float = 1e-3
-    teacher_coef: float = 0.0
-
-    def __post_init__(self) -> None:
-        if not self.teacher_coef >= 0.0:
-            raise ValueError(
-                f"agent.ppo.teacher_coef={self.teacher_coef} must be at least 0 (0: plain PPO)"
-            )
 
 
 @dataclass

@@ -34,7 +34,6 @@ class _Fwd:
     value: torch.Tensor  # (B,) critic values
     active: torch.Tensor  # (B, N) 1.0 where the agent had a legal non-no-op action
     reg: torch.Tensor  # () attention-logit L2
-    lp: torch.Tensor  # (B, N, A) log-probs of every action under the recorded masks
 
 
 def _device(net: MAIFSNet) -> torch.device:
@@ -53,7 +52,7 @@ def forward(net: MAIFSNet, ep: Episode, idx: NDArray[np.int64]) -> _Fwd:
     taken = lp.gather(2, act[..., None])[..., 0]
     ent = -(lp.exp() * lp).sum(dim=-1)
     active = mask[..., 1:].any(dim=-1).float()
-    return _Fwd(taken, ent, value, active, reg, lp)
+    return _Fwd(taken, ent, value, active, reg)
 
 
 def minibatches(
@@ -118,11 +117,7 @@ def ppo_update(
     rng: np.random.Generator,
 ) -> dict[str, float]:
     """PPO epochs over the collected episodes (advantages filled in); mean losses and
-    diagnostics.
-
-    With ``p.teacher_coef > 0`` the loss adds that times the cross-entropy to the teacher's
-    labels (``Episode.label``, weighted by ``Episode.weight``; reported as ``teacher_ce``).
-    """
+    diagnostics."""
     net.train()
     adv_all = np.concatenate([e.adv for e in eps if e.adv is not None])
     mu, sd = float(adv_all.mean()), float(adv_all.std() + 1e-8)
@@ -142,16 +137,6 @@ def ppo_update(
             entropy = (f.ent * f.active).sum() / na
             vl = functional.smooth_l1_loss(f.value, ret)
             loss = pg + p.vf_coef * vl - p.ent_coef * entropy + p.attn_reg * f.reg
-            if p.teacher_coef > 0:
-                if ep.label is None:
-                    raise ValueError(
-                        "agent.ppo.teacher_coef > 0 needs episodes played with teacher labels"
-                    )
-                lab = torch.from_numpy(ep.label[idx]).to(dev)
-                wa = torch.from_numpy(ep.weight[idx]).to(dev) * f.active
-                lce = -(f.lp.gather(2, lab[..., None])[..., 0] * wa).sum() / wa.sum().clamp(min=1)
-                loss = loss + p.teacher_coef * lce
-                acc.setdefault("teacher_ce", []).append(float(lce.detach()))
             gn = _step(net, opt, loss, p.max_grad_norm, "PPO")
             with torch.no_grad():
                 kl = (((ratio - 1) - (f.taken - old)) * f.active).sum() / na

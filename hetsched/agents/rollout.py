@@ -45,7 +45,6 @@ class Episode:
     metrics: dict[str, float] = field(default_factory=dict)
     adv: NDArray[np.float64] | None = None
     ret: NDArray[np.float64] | None = None
-    label: NDArray[np.int64] | None = None  # (T, N) teacher labels of a sampled episode
 
     @property
     def length(self) -> int:
@@ -111,8 +110,6 @@ def play(
     )
     env.reset(np.random.default_rng(spec.env_seed))
     buf: dict[str, list[Any]] = {k: [] for k in KEYS}
-    kick = spec.mode == "agent" and conf.ppo.teacher_coef > 0
-    labels: list[NDArray[np.int64]] = []
     rew: list[float] = []
     dts: list[float] = []
     parts: dict[str, float] = {}
@@ -120,13 +117,8 @@ def play(
         core = env.core
         d: dict[str, Any]
         if spec.mode == "agent":
-            label = teacher.act(core) if kick else None
             d = acting.step(core)
-            if label is None:
-                d["weight"] = np.ones(core.N, dtype=np.float32)
-            else:  # weight 0 where the label is illegal under the agent's decision mask
-                d["weight"] = d["mask"][np.arange(core.N), label].astype(np.float32)
-                labels.append(label)
+            d["weight"] = np.ones(core.N, dtype=np.float32)
             run = d["actions"]
         else:
             mask, _ = agent_masks(core, conf.env)
@@ -165,7 +157,6 @@ def play(
         dt=np.asarray(dts),
         parts=parts,
         metrics=env.metrics() if env.core.all_finished else {},
-        label=np.stack(labels) if labels else None,
     )
 
 

@@ -6,14 +6,13 @@ import dataclasses
 from pathlib import Path
 
 import numpy as np
-import pytest
 import torch
 from helpers import fast_config, preempt_env, tiny_env, tiny_tm
 
 from hetsched.agents.acting import Acting
 from hetsched.agents.checkpoint import load_checkpoint
-from hetsched.agents.config import CurriculumItem, MAIFSAgentConf, PPOConf
-from hetsched.agents.learner import forward, ppo_update
+from hetsched.agents.config import CurriculumItem, MAIFSAgentConf
+from hetsched.agents.learner import forward
 from hetsched.agents.policy import MAIFSPolicy
 from hetsched.agents.rollout import episode_spec, play
 from hetsched.agents.trainer import Trainer
@@ -93,61 +92,7 @@ def test_recorded_log_probs_are_what_the_learner_scores(tmp_path: Path) -> None:
     learner computes from the recorded observation, mask and graph. On a real window, ordered
     decisions leave some agents with the no-op legal again after their binding claims were
     taken; a mismatch there once made PPO's ratios meaningless."""
-    tr = _real_window_trainer(tmp_path)
-    spec = episode_spec(0, 0, tr.items, "agent")
-    ep = play(tr.envs[spec.item], tr.net, tr.conf, tr.teacher, spec)
-    assert ep.label is None  # plain PPO computes no teacher labels
-    with torch.no_grad():
-        f = forward(tr.net, ep, np.arange(ep.length))
-    active = f.active.numpy() > 0
-    np.testing.assert_allclose(f.taken.numpy()[active], ep.logp[active], atol=1e-4)
-
-
-def test_teacher_term_labels_sampled_states_and_pulls_toward_them(tmp_path: Path) -> None:
-    """``agent.ppo.teacher_coef``: a sampled episode carries the teacher's label of every step
-    (weight 1 exactly where the label is legal under the agent's decision mask), and with the
-    advantages zeroed, PPO updates lower the cross-entropy to those labels."""
-    tr = _real_window_trainer(tmp_path, teacher_coef=1.0)
-    spec = episode_spec(0, 0, tr.items, "agent")
-    ep = play(tr.envs[spec.item], tr.net, tr.conf, tr.teacher, spec)
-    assert ep.label is not None and ep.label.shape == ep.actions.shape
-    legal = np.take_along_axis(ep.mask, ep.label[..., None], axis=2)[..., 0]
-    np.testing.assert_array_equal(ep.weight, legal.astype(np.float32))
-    assert 0 < ep.weight.mean() < 1  # some labels are illegal where the agent decides
-    # the labels are the teacher's: replaying the same episode, the teacher's first label
-    env = tr.envs[spec.item]
-    env.reset(np.random.default_rng(spec.env_seed))
-    np.testing.assert_array_equal(ep.label[0], tr.teacher.act(env.core))
-    ep.adv = np.zeros(ep.length)  # no policy gradient: only the teacher term moves the actor
-    ep.ret = np.zeros(ep.length)
-    p = dataclasses.replace(tr.conf.ppo, ent_coef=0.0, lr=3e-3, batch=256)
-    opt = torch.optim.Adam(tr.net.parameters(), lr=p.lr)
-    rng = np.random.default_rng(0)
-    first = ppo_update(tr.net, opt, [ep], p, rng)["teacher_ce"]
-    for _ in range(4):
-        last = ppo_update(tr.net, opt, [ep], p, rng)["teacher_ce"]
-    assert last < 0.75 * first  # one-off: 1.30 -> 0.70 nats
-
-
-def test_teacher_term_needs_labelled_episodes(tmp_path: Path) -> None:
-    tr = _real_window_trainer(tmp_path)
-    spec = episode_spec(0, 0, tr.items, "agent")
-    ep = play(tr.envs[spec.item], tr.net, tr.conf, tr.teacher, spec)
-    ep.adv, ep.ret = np.zeros(ep.length), np.zeros(ep.length)
-    opt = torch.optim.Adam(tr.net.parameters())
-    p = dataclasses.replace(tr.conf.ppo, teacher_coef=0.5)
-    with pytest.raises(ValueError, match="teacher labels"):
-        ppo_update(tr.net, opt, [ep], p, np.random.default_rng(0))
-
-
-def test_teacher_coef_must_be_non_negative() -> None:
-    with pytest.raises(ValueError, match="teacher_coef"):
-        PPOConf(teacher_coef=-0.1)
-
-
-def _real_window_trainer(tmp_path: Path, teacher_coef: float = 0.0) -> Trainer:
-    """A small network in the shipped recipe's action semantics on one Philly window."""
-    cfg = fast_config(steps=0, teacher_coef=teacher_coef)
+    cfg = fast_config(steps=0)
     cfg.agent = dataclasses.replace(
         cfg.agent,
         curriculum=[CurriculumItem(scenario="philly_sia64_busy", seed_lo=1000, seed_hi=1001)],
@@ -164,4 +109,10 @@ def _real_window_trainer(tmp_path: Path, teacher_coef: float = 0.0) -> Trainer:
     cfg.agent.net.hidden = 32
     cfg.agent.cluster_draw.fraction = 0.0
     torch.manual_seed(0)
-    return Trainer(cfg, tmp_path)
+    tr = Trainer(cfg, tmp_path)
+    spec = episode_spec(0, 0, tr.items, "agent")
+    ep = play(tr.envs[spec.item], tr.net, tr.conf, tr.teacher, spec)
+    with torch.no_grad():
+        f = forward(tr.net, ep, np.arange(ep.length))
+    active = f.active.numpy() > 0
+    np.testing.assert_allclose(f.taken.numpy()[active], ep.logp[active], atol=1e-4)

@@ -4,9 +4,9 @@ For each worker count in ``--workers``, plays the same ``--episodes`` episodes (
 as in PPO: env step + observations + masks + graph + network forward + ordered decision) in
 worker processes (:class:`hetsched.agents.rollout.RolloutWorkers`; 1 = in this process), and
 reports env steps/s and the speed-up over the first count, all measured in this one run. Then
-times one PPO update over the collected steps. Pool start-up (process spawn, env building, one
-untimed warm-up wave of episodes per process) is excluded from the rollout time and reported
-separately::
+times one PPO update over the collected steps. Pool start-up (process spawn, env building, each
+worker's throwaway first episode, one untimed wave) is excluded from the rollout time and
+reported separately::
 
     python scripts/bench_train.py --workers 1 2 --episodes 4 --num-jobs 60
 

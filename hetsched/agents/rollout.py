@@ -9,6 +9,10 @@ whose workers each hold the curriculum's envs and a copy of the network).
 
 from __future__ import annotations
 
+import os
+import pickle
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +30,8 @@ KEYS = ("obs", "mask", "adj", "actions", "logp", "value", "weight")
 #: Who acts in an episode: the sampling network (PPO), the teacher (behaviour cloning) or the
 #: greedy network with the teacher's labels recorded (DAgger).
 MODES = ("agent", "teacher", "dagger")
+#: Environment variables that size native thread pools; one thread each in worker processes.
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 @dataclass
@@ -187,14 +193,20 @@ def rollout_scalars(eps: list[Episode], rate: float) -> dict[str, dict[str, floa
 _W: dict[str, Any] = {}  # a worker's envs, network, config and teacher
 
 
-def _init_worker(envs: list[TeamEnv], conf: MAIFSAgentConf, net: MAIFSNet) -> None:
+def _init_worker(path: str, net: MAIFSNet) -> None:
     # An exception escaping a pool's initializer makes the pool start the worker again, forever;
     # it is kept instead and raised by the worker's first episode, which reaches the trainer.
     try:
         torch.set_num_threads(1)
+        with open(path, "rb") as f:
+            envs, conf = pickle.load(f)
         for env in envs:  # parse the traces now, not in the first episode
             env.reset(np.random.default_rng(0))
-        _W.update(envs=envs, conf=conf, net=net, teacher=SJFTeacher.for_agent(conf))
+        teacher = SJFTeacher.for_agent(conf)
+        # One throwaway episode pays the process's first-call costs (compiled kernels, torch's
+        # first forward) now, in parallel with the other workers, not in a wave that waits for it.
+        play(envs[0], net, conf, teacher, EpisodeSpec(0, 0, 0, "agent"))
+        _W.update(envs=envs, conf=conf, net=net, teacher=teacher)
     except Exception as e:
         _W["error"] = e
 
@@ -213,6 +225,12 @@ class RolloutWorkers:
     very tensors the optimizer updates in place, so no weights are sent per episode. Updates
     happen only between collections, while no worker plays.
 
+    The envs and the config reach the workers through a temporary file, not the pipe that
+    starts each process: a start message larger than the pipe's buffer holds the parent until
+    the child has imported what unpickling it needs, which starts the workers one after another.
+    Each worker's native thread pools (OpenMP, OpenBLAS, MKL) get one thread: the parallelism is
+    across processes, and per-process pools sized to the machine oversubscribe its cores.
+
     Args:
         envs: The curriculum's envs (each worker gets a copy).
         conf: The agent config.
@@ -227,14 +245,28 @@ class RolloutWorkers:
 
         self.num_workers = int(num_workers)
         net.share_memory()
+        self._dir = tempfile.mkdtemp(prefix="hetsched_workers_")
+        path = os.path.join(self._dir, "envs.pkl")
+        with open(path, "wb") as f:
+            pickle.dump((envs, conf), f, protocol=pickle.HIGHEST_PROTOCOL)
         ctx = mp.get_context("spawn")
-        self.pool = ctx.Pool(self.num_workers, initializer=_init_worker, initargs=(envs, conf, net))
+        saved = {k: os.environ.get(k) for k in THREAD_VARS}
+        os.environ.update(dict.fromkeys(THREAD_VARS, "1"))  # inherited by the children alone
+        try:
+            self.pool = ctx.Pool(self.num_workers, initializer=_init_worker, initargs=(path, net))
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
     def play(self, specs: list[EpisodeSpec]) -> list[Episode]:
         """Play ``specs`` with the network's current weights; episodes in the specs' order."""
-        return list(self.pool.map(_play_remote, specs))
+        return list(self.pool.map(_play_remote, specs, chunksize=1))
 
     def close(self) -> None:
-        """Stop the workers."""
+        """Stop the workers and remove the envs' file."""
         self.pool.close()
         self.pool.join()
+        shutil.rmtree(self._dir, ignore_errors=True)

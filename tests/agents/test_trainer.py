@@ -323,6 +323,32 @@ def test_cluster_draw_plays_episodes_on_drawn_clusters(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_workers_start_from_a_small_message_with_one_thread_pools(tmp_path: Path) -> None:
+    """The envs reach the workers through a file (a start message over the pipe's buffer would
+    start the workers one after another), each worker's native thread pools get one thread,
+    the parent's environment is left as it was, and closing removes the file."""
+    import os
+    from multiprocessing.reduction import ForkingPickler
+
+    from hetsched.agents.rollout import THREAD_VARS, RolloutWorkers
+
+    cfg = fast_config()
+    tm = tiny_tm()
+    tr = Trainer(cfg, tmp_path, throughput=tm, envs=[tiny_env(cfg.agent, tm, jobs=3)])
+    before = {k: os.environ.get(k) for k in THREAD_VARS}
+    workers = RolloutWorkers(tr.envs, cfg.agent, tr.net, 2)
+    try:
+        assert {k: os.environ.get(k) for k in THREAD_VARS} == before
+        assert len(ForkingPickler.dumps(workers.pool._initargs)) < 65536  # type: ignore[attr-defined]
+        for k in THREAD_VARS:
+            assert workers.pool.apply(os.getenv, (k,)) == "1"
+        assert os.path.isfile(os.path.join(workers._dir, "envs.pkl"))
+    finally:
+        workers.close()
+    assert not os.path.exists(workers._dir)
+
+
+@pytest.mark.slow
 def test_a_worker_that_cannot_start_is_an_error_not_a_hang(tmp_path: Path) -> None:
     """An env whose reset raises in a rollout worker ends the collection with a clear error
     (a pool's failing initializer would otherwise restart its worker forever)."""

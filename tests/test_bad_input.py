@@ -208,14 +208,17 @@ def test_a_real_process_prints_one_line_and_exits_2(tmp_path: Path) -> None:
     ("args", "match"),
     [(["--split", "nope"], "unknown split 'nope'"), (["--scenario", "nope"], "unknown scenario")],
 )
-def test_idle_breakdown_script_names_a_bad_split_or_scenario(args: list[str], match: str) -> None:
-    script = ROOT / "scripts" / "idle_breakdown.py"
+@pytest.mark.parametrize("name", ["idle_breakdown", "makespan_job"])
+def test_cell_replay_scripts_name_a_bad_split_or_scenario(
+    name: str, args: list[str], match: str
+) -> None:
+    script = ROOT / "scripts" / f"{name}.py"
     proc = subprocess.run(
         [sys.executable, str(script), *args], capture_output=True, text=True, timeout=300
     )
     assert proc.returncode == 2
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and match in lines[0], proc.stderr
+    assert len(lines) == 1 and match in lines[0] and lines[0].startswith(name), proc.stderr
 
 
 def test_unknown_command(tmp_path: Path) -> None:

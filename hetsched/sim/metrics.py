@@ -229,3 +229,35 @@ def extended_metrics(res: SimResult) -> dict[str, float]:
     for k in np.flatnonzero(res.gpu_s_by_type.sum(axis=0) > 0):
         out[f"gpu_hours_{GPU_TYPE_NAMES[k]}"] = float(res.gpu_s_by_type[:, k].sum() / H)
     return out
+
+
+def makespan_job(res: SimResult) -> dict[str, Any]:
+    """The job that finished last, which sets the makespan: when it came, how long it waited,
+    and how it ran against its best solo time.
+
+    Returns:
+        ``index`` (into the workload) and ``job_id``; ``req_gpus``; ``arrival_h`` (after the
+        first arrival), ``wait_h`` (first start minus arrival), ``run_h`` (first start to
+        finish) and ``best_solo_h`` (:func:`best_solo_time`), all in hours; ``gpu_type`` (the
+        type of most of its GPU-seconds); ``gpus_held`` (its GPU-seconds over the seconds it
+        held GPUs); ``restarts``. An empty dict when no job finished.
+    """
+    wl = res.workload
+    done = np.isfinite(res.finish_time)
+    if not done.any():
+        return {}
+    j = int(np.argmax(np.where(done, res.finish_time, -np.inf)))
+    t_star, _ = best_solo_time(res)
+    gpu_s = res.gpu_s_by_type[j]
+    return {
+        "index": j,
+        "job_id": str(wl.job_id[j]),
+        "req_gpus": int(wl.req_gpus[j]),
+        "arrival_h": float((wl.arrival[j] - wl.arrival.min()) / H),
+        "wait_h": float((res.start_time[j] - wl.arrival[j]) / H),
+        "run_h": float((res.finish_time[j] - res.start_time[j]) / H),
+        "best_solo_h": float(t_star[j] / H),
+        "gpu_type": GPU_TYPE_NAMES[int(np.argmax(gpu_s))],
+        "gpus_held": float(gpu_s.sum() / res.run_s[j]) if res.run_s[j] > 0 else float("nan"),
+        "restarts": int(res.restarts[j]),
+    }

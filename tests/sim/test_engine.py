@@ -20,7 +20,12 @@ from hetsched.sim import (
 )
 from hetsched.sim.catalog import GPU_TYPE_NAMES
 from hetsched.sim.engine import PENDING
-from hetsched.sim.metrics import best_solo_time, extended_metrics, idle_gpu_hours_waiting
+from hetsched.sim.metrics import (
+    best_solo_time,
+    extended_metrics,
+    idle_gpu_hours_waiting,
+    makespan_job,
+)
 
 V100 = GPU_TYPE_NAMES.index("v100")
 K80 = GPU_TYPE_NAMES.index("k80")
@@ -65,6 +70,23 @@ def test_fifo_hand_computed_metrics() -> None:
     assert row["utilization"] == pytest.approx(7 / 8)
     assert row["p99_jct_h"] == pytest.approx(np.percentile([1, 2, 1.5], 99))
     assert row["restarts"] == 0
+
+
+def test_makespan_job_hand_computed() -> None:
+    cl = one_node(4)
+    # As above: job 1 (2 GPUs, 1 h of work) waits behind job 0 and finishes last, at 2 h.
+    wl = make_workload([0, 0, 0], [4 * 3600, 2 * 3600, 3600], [4, 2, 2])
+    res = Simulator(cl, wl, make_tm(), SimConfig(round_s=60)).run(FIFO())
+    last = makespan_job(res)
+    assert last["index"] == 1 and last["req_gpus"] == 2 and last["gpu_type"] == "v100"
+    assert last["arrival_h"] == pytest.approx(0.0)
+    assert last["wait_h"] == pytest.approx(1.0)
+    assert last["run_h"] == pytest.approx(1.0)
+    assert last["gpus_held"] == pytest.approx(2.0)
+    assert last["best_solo_h"] <= last["run_h"] + 1e-9
+    assert last["restarts"] == 0
+    none = Simulator(cl, wl, make_tm(), SimConfig(round_s=60, max_time_s=600)).run(FIFO())
+    assert makespan_job(none) == {}
 
 
 def test_idle_gpu_hours_while_jobs_wait_hand_computed() -> None:

@@ -35,6 +35,7 @@ from hetsched.benchmark.scenarios import Scenario, get_scenario
 from hetsched.evaluation import atomic_write_text, run_one
 from hetsched.sim.allocation import Allocation
 from hetsched.sim.errors import ConfigError
+from hetsched.sim.metrics import METRICS_VERSION
 from hetsched.sim.throughput import single_node_tput
 
 #: Metrics of a cell's row (from :func:`hetsched.sim.metrics.compute_metrics` and
@@ -236,13 +237,15 @@ class Cell:
     @property
     def config_hash(self) -> str:
         """Hash of everything that defines the cell's result except the seed (a learned
-        scheduler's checkpoint by its contents, so a retrained file is a new cell)."""
+        scheduler's checkpoint by its contents, so a retrained file is a new cell; the metric
+        definitions by :data:`hetsched.sim.metrics.METRICS_VERSION`)."""
         sc = get_scenario(self.scenario)
         key: dict[str, Any] = {
             "scheduler": self.node,
             "track": self.info.track,
             "scenario": asdict(sc),
             "sim": self.sim,
+            "metrics": METRICS_VERSION,
         }
         digest = checkpoint_digest(self.node)
         if digest is not None:  # only learned schedulers: other cells keep their hashes

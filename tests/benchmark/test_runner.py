@@ -248,6 +248,16 @@ def test_a_retrained_checkpoint_at_the_same_path_is_a_new_cell(tmp_path: Path) -
     assert Cell("philly_sia64_busy", "fifo", fifo, "exact", 1.0, 0).config_hash == h
 
 
+def test_a_new_metrics_version_is_a_new_cell(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cells computed under older metric definitions are recomputed, not read."""
+    import hetsched.benchmark.runner as runner
+
+    node = {"_target_": "hetsched.baselines.fifo.FIFO"}
+    before = runner.Cell("philly_sia64_busy", "fifo", node, "exact", 1.0, 0).config_hash
+    monkeypatch.setattr(runner, "METRICS_VERSION", runner.METRICS_VERSION + 1)
+    assert runner.Cell("philly_sia64_busy", "fifo", node, "exact", 1.0, 0).config_hash != before
+
+
 def test_preset_node_sets_the_checkpoint_of_maifs_presets_only() -> None:
     from hetsched.benchmark.runner import preset_node
 

@@ -25,7 +25,6 @@ Exit code 2 with one line for an unknown scenario or split or an unusable checkp
 
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import Any
 
@@ -165,16 +164,10 @@ def _instrument(tally: list[Tally]) -> None:
 
 def main() -> None:
     """Command line."""
-    from hetsched.benchmark.runner import Cell, play_cell, preset_node
+    from hetsched.benchmark.runner import Cell, play_cell, preset_node, replay_arguments
     from hetsched.benchmark.scenarios import scenario_names
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    where = ap.add_mutually_exclusive_group(required=True)
-    where.add_argument("--scenario", help="benchmark scenario name")
-    where.add_argument("--split", help="every scenario of a split, with the split's total")
-    ap.add_argument("--seed", type=int, nargs="+", default=[0])
-    ap.add_argument("--checkpoint", default=None, help="MAIFS checkpoint (default: shipped)")
-    args = ap.parse_args()
+    args = replay_arguments(__doc__.splitlines()[0]).parse_args()
     names = scenario_names(args.split, args.scenario)
     node = preset_node("maifs", args.checkpoint)
     tally = [Tally()]

@@ -20,11 +20,10 @@ outside the window, no GPU level that fits, no cores or memory, or claimable.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from hetsched.agents.policy import LAST_STEPS
-from hetsched.benchmark.runner import Cell, play_cell, preset_node
+from hetsched.benchmark.runner import Cell, play_cell, preset_node, replay_arguments
 from hetsched.benchmark.scenarios import scenario_names
 from hetsched.envs.idle import IDLE_CAUSES
 from hetsched.sim.errors import HetschedError
@@ -33,13 +32,8 @@ from hetsched.sim.errors import HetschedError
 def main() -> None:
     """Command line."""
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    where = ap.add_mutually_exclusive_group(required=True)
-    where.add_argument("--scenario", help="benchmark scenario name")
-    where.add_argument("--split", help="every scenario of a split, with the split's total")
-    ap.add_argument("--seed", type=int, nargs="+", default=[0])
+    ap = replay_arguments(__doc__.splitlines()[0])
     ap.add_argument("--scheduler", default="maifs", help="a conf/scheduler preset")
-    ap.add_argument("--checkpoint", default=None, help="MAIFS checkpoint (default: shipped)")
     args = ap.parse_args()
     names = scenario_names(args.split, args.scenario)
     node = preset_node(args.scheduler, args.checkpoint)

@@ -14,12 +14,11 @@ a slow type or at fewer GPUs shows as ``run / best`` well above 1; one set by wa
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from tqdm import tqdm
 
-from hetsched.benchmark.runner import Cell, play_cell, preset_node
+from hetsched.benchmark.runner import Cell, play_cell, preset_node, replay_arguments
 from hetsched.benchmark.scenarios import scenario_names
 from hetsched.evaluation import markdown_table
 from hetsched.sim.errors import HetschedError
@@ -33,14 +32,9 @@ HEADER = (
 
 def main() -> None:
     """Command line."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    where = ap.add_mutually_exclusive_group(required=True)
-    where.add_argument("--scenario", help="benchmark scenario name")
-    where.add_argument("--split", help="every scenario of a split")
-    ap.add_argument("--seed", type=int, nargs="+", default=[0])
+    ap = replay_arguments(__doc__.splitlines()[0])
     ap.add_argument("--scheduler", nargs="+", default=["sia", "gavel", "maifs"],
                     help="conf/scheduler presets")  # fmt: skip
-    ap.add_argument("--checkpoint", default=None, help="MAIFS checkpoint (default: shipped)")
     args = ap.parse_args()
     names = scenario_names(args.split, args.scenario)
     nodes = {s: preset_node(s, args.checkpoint) for s in args.scheduler}

@@ -30,8 +30,6 @@ KEYS = ("obs", "mask", "adj", "actions", "logp", "value", "weight")
 #: Who acts in an episode: the sampling network (PPO), the teacher (behaviour cloning) or the
 #: greedy network with the teacher's labels recorded (DAgger).
 MODES = ("agent", "teacher", "dagger")
-#: Environment variables that size native thread pools; one thread each in worker processes.
-THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 @dataclass
@@ -228,8 +226,8 @@ class RolloutWorkers:
     The envs and the config reach the workers through a temporary file, not the pipe that
     starts each process: a start message larger than the pipe's buffer holds the parent until
     the child has imported what unpickling it needs, which starts the workers one after another.
-    Each worker's native thread pools (OpenMP, OpenBLAS, MKL) get one thread: the parallelism is
-    across processes, and per-process pools sized to the machine oversubscribe its cores.
+    Each worker plays one throwaway episode as it starts (:func:`_init_worker`), so no wave waits
+    for a worker's first-call costs.
 
     Args:
         envs: The curriculum's envs (each worker gets a copy).
@@ -250,16 +248,7 @@ class RolloutWorkers:
         with open(path, "wb") as f:
             pickle.dump((envs, conf), f, protocol=pickle.HIGHEST_PROTOCOL)
         ctx = mp.get_context("spawn")
-        saved = {k: os.environ.get(k) for k in THREAD_VARS}
-        os.environ.update(dict.fromkeys(THREAD_VARS, "1"))  # inherited by the children alone
-        try:
-            self.pool = ctx.Pool(self.num_workers, initializer=_init_worker, initargs=(path, net))
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+        self.pool = ctx.Pool(self.num_workers, initializer=_init_worker, initargs=(path, net))
 
     def play(self, specs: list[EpisodeSpec]) -> list[Episode]:
         """Play ``specs`` with the network's current weights; episodes in the specs' order."""

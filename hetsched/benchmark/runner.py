@@ -17,6 +17,7 @@ leaderboard.
 
 from __future__ import annotations
 
+import argparse
 import functools
 import hashlib
 import json
@@ -523,3 +524,17 @@ def benchmark_cells(cfg: Any) -> list[Cell]:
             )
         ]
     return cells
+
+
+def replay_arguments(description: str) -> argparse.ArgumentParser:
+    """The command line shared by the scripts that replay benchmark cells: ``--scenario`` or
+    ``--split`` (one of them), ``--seed`` (one or more) and ``--checkpoint`` (MAIFS); callers add
+    their own arguments and resolve the names with :func:`hetsched.benchmark.scenarios.
+    scenario_names`."""
+    ap = argparse.ArgumentParser(description=description)
+    where = ap.add_mutually_exclusive_group(required=True)
+    where.add_argument("--scenario", help="benchmark scenario name")
+    where.add_argument("--split", help="every scenario of a split")
+    ap.add_argument("--seed", type=int, nargs="+", default=[0])
+    ap.add_argument("--checkpoint", default=None, help="MAIFS checkpoint (default: shipped)")
+    return ap

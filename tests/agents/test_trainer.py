@@ -323,29 +323,53 @@ def test_cluster_draw_plays_episodes_on_drawn_clusters(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_workers_start_from_a_small_message_with_one_thread_pools(tmp_path: Path) -> None:
+def test_workers_start_from_a_small_message(tmp_path: Path) -> None:
     """The envs reach the workers through a file (a start message over the pipe's buffer would
-    start the workers one after another), each worker's native thread pools get one thread,
-    the parent's environment is left as it was, and closing removes the file."""
+    start the workers one after another), and closing removes the file."""
     import os
     from multiprocessing.reduction import ForkingPickler
 
-    from hetsched.agents.rollout import THREAD_VARS, RolloutWorkers
+    from hetsched.agents.rollout import RolloutWorkers
 
     cfg = fast_config()
     tm = tiny_tm()
     tr = Trainer(cfg, tmp_path, throughput=tm, envs=[tiny_env(cfg.agent, tm, jobs=3)])
-    before = {k: os.environ.get(k) for k in THREAD_VARS}
     workers = RolloutWorkers(tr.envs, cfg.agent, tr.net, 2)
     try:
-        assert {k: os.environ.get(k) for k in THREAD_VARS} == before
         assert len(ForkingPickler.dumps(workers.pool._initargs)) < 65536  # type: ignore[attr-defined]
-        for k in THREAD_VARS:
-            assert workers.pool.apply(os.getenv, (k,)) == "1"
         assert os.path.isfile(os.path.join(workers._dir, "envs.pkl"))
     finally:
         workers.close()
     assert not os.path.exists(workers._dir)
+
+
+def test_a_worker_plays_one_throwaway_episode_as_it_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The initializer pays a worker's first-call costs with one episode of the first env,
+    so no wave of the run waits for them; the run's episodes are not touched."""
+    import pickle
+
+    from hetsched.agents import rollout
+
+    cfg = fast_config()
+    tm = tiny_tm()
+    tr = Trainer(cfg, tmp_path, throughput=tm, envs=[tiny_env(cfg.agent, tm, jobs=3)])
+    path = tmp_path / "envs.pkl"
+    path.write_bytes(pickle.dumps((tr.envs, cfg.agent)))
+    played: list[rollout.EpisodeSpec] = []
+    real = rollout.play
+
+    def counting(env, net, conf, teacher, spec):  # type: ignore[no-untyped-def]
+        played.append(spec)
+        return real(env, net, conf, teacher, spec)
+
+    monkeypatch.setattr(rollout, "play", counting)
+    monkeypatch.setattr(rollout, "_W", {})
+    rollout._init_worker(str(path), tr.net)
+    assert "error" not in rollout._W
+    assert played == [rollout.EpisodeSpec(0, 0, 0, "agent")]
+    assert set(rollout._W) == {"envs", "conf", "net", "teacher"}
 
 
 @pytest.mark.slow

@@ -33,6 +33,7 @@ from numpy.typing import NDArray
 
 from hetsched.benchmark.info import RuntimeInfo, with_info
 from hetsched.benchmark.scenarios import Scenario, get_scenario
+from hetsched.envs.layout import OBS_VERSION
 from hetsched.evaluation import atomic_write_text, run_one
 from hetsched.sim.allocation import Allocation
 from hetsched.sim.errors import ConfigError
@@ -238,8 +239,9 @@ class Cell:
     @property
     def config_hash(self) -> str:
         """Hash of everything that defines the cell's result except the seed (a learned
-        scheduler's checkpoint by its contents, so a retrained file is a new cell; the metric
-        definitions by :data:`hetsched.sim.metrics.METRICS_VERSION`)."""
+        scheduler's checkpoint by its contents, so a retrained file is a new cell, and the
+        observations it saw by :data:`hetsched.envs.layout.OBS_VERSION`; the metric definitions
+        by :data:`hetsched.sim.metrics.METRICS_VERSION`)."""
         sc = get_scenario(self.scenario)
         key: dict[str, Any] = {
             "scheduler": self.node,
@@ -251,6 +253,7 @@ class Cell:
         digest = checkpoint_digest(self.node)
         if digest is not None:  # only learned schedulers: other cells keep their hashes
             key["checkpoint_sha1"] = digest
+            key["observations"] = OBS_VERSION
         blob = json.dumps(
             key,
             sort_keys=True,

@@ -50,9 +50,10 @@ class Observing(CoreState):
         if a.size and self._resident_kernel is not None:
             slots = nodes[:, H:].reshape(N, R, D)  # splits the last axis: a view into nodes
             assert slots.base is nodes
+            remaining, work = f.observed_remaining(wl, sim.remaining)  # the information track's
             self._resident_kernel(
                 a.job, a.node, a.gpus, a.cpus, a.mem, self._cur.size, wl.model, wl.cpu_per_gpu,
-                wl.mem_per_gpu, wl.work, sim.remaining, sim.attained_gpu_s, f.node_gpus,
+                wl.mem_per_gpu, work, remaining, sim.attained_gpu_s, f.node_gpus,
                 f.node_cpus, f.node_mem, slots,
             )  # fmt: skip
         elif a.size:
@@ -97,9 +98,10 @@ class Observing(CoreState):
         kernel = self._resident_kernel
         if a.size and kernel is not None:  # the same numbers, compiled (hetsched.envs.kernels)
             f = self.features
+            remaining, work = f.observed_remaining(wl, sim.remaining)  # the information track's
             kernel(
                 a.job, a.node, a.gpus, a.cpus, a.mem, self._cur.size, wl.model, wl.cpu_per_gpu,
-                wl.mem_per_gpu, wl.work, sim.remaining, sim.attained_gpu_s, f.node_gpus,
+                wl.mem_per_gpu, work, remaining, sim.attained_gpu_s, f.node_gpus,
                 f.node_cpus, f.node_mem, out,
             )  # fmt: skip
         elif a.size:

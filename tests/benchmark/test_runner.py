@@ -258,6 +258,25 @@ def test_a_new_metrics_version_is_a_new_cell(monkeypatch: pytest.MonkeyPatch) ->
     assert runner.Cell("philly_sia64_busy", "fifo", node, "exact", 1.0, 0).config_hash != before
 
 
+def test_a_new_observation_version_is_a_new_learned_cell(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A learned scheduler's cells measured under older observations are recomputed; fixed
+    schedulers' cells keep their hashes."""
+    import hetsched.benchmark.runner as runner
+
+    ck = tmp_path / "net.pt"
+    ck.write_bytes(b"weights")
+    learned = {"_target_": "hetsched.agents.policy.MAIFSPolicy", "checkpoint": str(ck)}
+    fixed = {"_target_": "hetsched.baselines.fifo.FIFO"}
+    cells = [runner.Cell("philly_sia64_busy", s, n, "exact", 1.0, 0) for s, n in
+             (("maifs", learned), ("fifo", fixed))]  # fmt: skip
+    before = [c.config_hash for c in cells]
+    monkeypatch.setattr(runner, "OBS_VERSION", runner.OBS_VERSION + 1)
+    after = [c.config_hash for c in cells]
+    assert after[0] != before[0] and after[1] == before[1]
+
+
 def test_preset_node_sets_the_checkpoint_of_maifs_presets_only() -> None:
     from hetsched.benchmark.runner import preset_node
 

@@ -181,3 +181,16 @@ def test_missing_numba_falls_back_to_numpy(monkeypatch: pytest.MonkeyPatch) -> N
         env.reset(seed=0)
     finally:
         numba_support._import_numba.cache_clear()  # the next caller imports the real numba again
+
+
+@pytest.mark.parametrize("mode", ["noisy", "none"])
+def test_kernels_match_numpy_under_an_information_track(
+    monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """The resident slots show the track's remaining work on both paths, not the true one."""
+    from hetsched.benchmark.info import RuntimeInfo
+
+    fast, ref = _pair(monkeypatch, **small_env_kwargs(num_jobs=24))
+    for env in (fast, ref):
+        env.core.features.set_runtime_info(RuntimeInfo(mode), seed=5)
+    assert _lockstep(fast, ref, steps=300, seed=3) > 0

@@ -23,7 +23,8 @@ HOUR = 3600.0
 NUM_TYPES = len(GPU_TYPE_NAMES)
 #: Version of what the observations show. Learned schedulers' benchmark cells hash it, so a
 #: result measured under older observations is recomputed, never read (2: the compiled resident
-#: slots show the information track's remaining work, as the numpy path does).
+#: slots show the information track's remaining work, as the numpy path does, in envs made
+#: with ``runtime_info``).
 OBS_VERSION = 2
 
 

@@ -115,10 +115,6 @@ class AgentEnvConf:
             count: grow onto a node that empties, or move to fewer faster GPUs
             (``EnvSettings.migrate_elastic``). Checkpoints saved before this field existed load
             with false.
-        resident_speedup: Each resident slot also shows the job's time left and the share of
-            it that moving to the fastest node free now would save
-            (``EnvSettings.resident_speedup``). Checkpoints saved before this field existed
-            load with false.
         identity: Show identity features (the GPU-type one-hot of the own node, the model
             one-hot of resident and window jobs). False zeroes them, so the network sees jobs
             and nodes only through throughput-relative features (the identity-features
@@ -149,7 +145,6 @@ class AgentEnvConf:
     migrate_speedup: float | None = None
     migrate_gangs: bool = False
     migrate_elastic: bool = False
-    resident_speedup: bool = False
     gang_binding: bool = False
     share_guard: bool = False
     share_guard_all: bool = False

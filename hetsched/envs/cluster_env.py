@@ -88,9 +88,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
     * own node (``T + 7 + R (M + 9)``): GPU-type one-hot (T = 7 catalogue types), free/total
       GPUs, node size, free CPU, free memory, up flag, resident count, interference; R padded
       slots of the node's jobs (model one-hot over the M throughput-table models, GPUs, CPUs,
-      memory held, CPU/memory ratio to request, remaining work, attained service, new flag;
-      with ``resident_speedup`` (``M + 11``) also the job's time left and the share of it
-      that the fastest node free now would save);
+      memory held, CPU/memory ratio to request, remaining work, attained service, new flag);
     * candidate window (``K (14 + M + L_c + L_m)``): the same K waiting jobs in the same global
       order (arrival, or least attained service; with ``window_backfill`` the last slots show
       the next jobs that may fit now) for every agent: requested/min/max GPUs,
@@ -157,8 +155,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
     changes keep the spaces, dynamics and rewards: speed-ups; a stall is also detected with
     ``skip_idle=False``; additions that change nothing by default (the progress shaping term
     ``reward_weights={"progress": w}`` with info key ``reward_progress``; the window orders
-    ``"sjf"`` and ``"typed"``; ``window_backfill``; ``migrate_gangs``; ``retry_refused``; ``migrate_elastic``;
-    ``resident_speedup``); the
+    ``"sjf"`` and ``"typed"``; ``window_backfill``; ``migrate_gangs``; ``retry_refused``; ``migrate_elastic``); the
     info key ``evicted_jobs`` (always 0 here) with ``hetsched/ClusterPreempt-v0`` (2026-11-26, this env
     with ``preemptive=True``, first version ``-v0``); the stall detector ``stall_steps`` (it
     truncates only episodes without progress for that many steps) with the info keys
@@ -208,9 +205,6 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
             with those gang claims masked (see ``EnvSettings.retry_refused``).
         stall_steps: Decision steps without progress after which the episode is truncated
             as stalled (None: never; see :class:`~hetsched.envs.spaces.EnvSettings`).
-        resident_speedup: Two more features per resident slot: the job's time left and the
-            share of it a move to the fastest free node would save (see
-            ``EnvSettings.resident_speedup``).
     """
 
     metadata: dict[str, Any] = {
@@ -252,7 +246,6 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         migrate_gangs: bool = False,
         retry_refused: bool = False,
         migrate_elastic: bool = False,
-        resident_speedup: bool = False,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
@@ -282,7 +275,6 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
             migrate_gangs=migrate_gangs,
             retry_refused=retry_refused,
             migrate_elastic=migrate_elastic,
-            resident_speedup=resident_speedup,
         )
         self.max_cycles = self.settings.max_cycles
         tm = resolve_throughput(throughput)

@@ -155,7 +155,6 @@ class EnvCore(RoundFlow, ClaimResolver, EvictionRules, ResizeRules, Observing):
             settings.window,
             settings.resident_slots,
             settings.max_decisions_per_round,
-            resident_speedup=settings.resident_speedup,
         )
         self.layout = self.features.layout
         self._resident_kernel: Any | None = kernels.get("resident")

@@ -19,9 +19,6 @@ Per-agent observation (``observation`` key, length ``D``), in order:
    squash(CPU ratio to request, 1), squash(memory ratio to request, 1), remaining work / total
    work, squash(attained GPU-s, 3600), placed this round]``. Remaining work is shown through
    the information track set by :meth:`FeatureBuilder.set_runtime_info` (exact by default).
-   With ``EnvSettings.resident_speedup`` each slot has two more (``M + 11``):
-   ``[squash(time left s, 3600), 1 - rate here / rate on the fastest free node]``
-   (:meth:`FeatureBuilder.speedup_features`).
 2. **Candidate window** (``K * job_dim``, ``job_dim = 14 + M + L_c + L_m``), the same K jobs in
    the same order for every agent, each slot ``[present, log2(1+req) / log2(1+N_gpu),
    same for min_gpus, same for max_gpus, elastic, model one-hot (M), phi at each CPU level /
@@ -88,7 +85,6 @@ class FeatureBuilder(MaskBuilder):
         window: Window size K.
         resident_slots: Resident slots R.
         max_decisions: Max decision steps per round (for the round-progress feature).
-        resident_speedup: Append :meth:`speedup_features` to every resident slot.
     """
 
     def __init__(
@@ -99,8 +95,6 @@ class FeatureBuilder(MaskBuilder):
         window: int,
         resident_slots: int,
         max_decisions: int,
-        *,
-        resident_speedup: bool = False,
     ) -> None:
         self.cluster = cluster
         self.tm = tm
@@ -116,7 +110,6 @@ class FeatureBuilder(MaskBuilder):
             window=window,
             num_cpu_levels=len(levels.cpu),
             num_mem_levels=len(levels.mem),
-            resident_speedup=resident_speedup,
         )
         self.node_type = cluster.node_type
         self.node_gpus = cluster.node_gpus.astype(np.float64)
@@ -258,60 +251,6 @@ class FeatureBuilder(MaskBuilder):
         a = attained[job]
         out[:, 7 + M] = a / (a + HOUR)
         out[:, 8 + M] = new
-        return out
-
-    def speedup_features(
-        self,
-        wl: Workload,
-        job: NDArray[np.int64],
-        node: NDArray[np.int64],
-        job_gpus: NDArray[np.int64],
-        spread: NDArray[np.bool_],
-        free_g: NDArray[np.int64],
-        node_up: NDArray[np.bool_],
-        remaining: NDArray[np.float64],
-    ) -> NDArray[np.float64]:
-        """The two ``resident_speedup`` features of allocation entries, shape (E, 2).
-
-        Column 0: squash(estimated time left in s, 3600), the job's remaining work (through the
-        information track) over its isolated throughput at its GPUs on the entry's node's type
-        (spread if it runs on more nodes than it needs). Column 1: ``1 - rate / best``, where
-        ``best`` is its isolated throughput at its GPU count on one node, packed, on the fastest
-        GPU type it allows that has an up node with that many GPUs free now (0 when none is
-        faster): the share of its time left that moving to a free node would save, before the
-        restart delay.
-
-        Args:
-            wl: The workload.
-            job: Job per entry, shape (E,).
-            node: Node per entry, shape (E,).
-            job_gpus: The entry's job's GPUs over all its nodes, shape (E,).
-            spread: The entry's job runs on several nodes, shape (E,).
-            free_g: Free GPUs per node, shape (N,).
-            node_up: Node is up, shape (N,).
-            remaining: Remaining work per job (true; the track is applied here), shape (J,).
-        """
-        E = job.shape[0]
-        out = np.zeros((E, 2))
-        if E == 0:
-            return out
-        free = np.where(node_up, free_g, 0)[self.type_perm]
-        most_free = np.zeros(NUM_TYPES, dtype=np.int64)  # per catalogue type, over up nodes
-        most_free[self.present_types] = np.maximum.reduceat(free, self.type_starts)
-        m = wl.model[job]
-        here = np.asarray(self.tm.isolated(m, self.node_type[node], job_gpus, spread), float)
-        every = np.asarray(
-            self.tm.isolated(m[:, None], np.arange(NUM_TYPES)[None, :], job_gpus[:, None], False),
-            dtype=np.float64,
-        )  # (E, T)
-        room = wl.allowed_types[job] & (most_free[None, :] >= job_gpus[:, None])
-        best = np.where(room, every, 0.0).max(axis=1)
-        ok = here > 0
-        left = np.where(
-            ok, self.observed_remaining(wl, remaining)[0][job] / np.where(ok, here, 1.0), 0.0
-        )
-        out[:, 0] = left / (left + HOUR)
-        out[:, 1] = np.where(ok & (best > here), 1.0 - here / np.where(best > 0, best, 1.0), 0.0)
         return out
 
     def node_blocks(

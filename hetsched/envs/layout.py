@@ -45,12 +45,11 @@ class ObsLayout:
     num_cpu_levels: int
     num_mem_levels: int
     num_types: int = NUM_TYPES
-    resident_speedup: bool = False
 
     @property
     def res_dim(self) -> int:
-        """Features per resident slot (two more with ``resident_speedup``)."""
-        return 9 + self.num_models + 2 * int(self.resident_speedup)
+        """Features per resident slot."""
+        return 9 + self.num_models
 
     @property
     def node_dim(self) -> int:

@@ -54,9 +54,8 @@ class Observing(CoreState):
             self._resident_kernel(
                 a.job, a.node, a.gpus, a.cpus, a.mem, self._cur.size, wl.model, wl.cpu_per_gpu,
                 wl.mem_per_gpu, work, remaining, sim.attained_gpu_s, f.node_gpus,
-                f.node_cpus, f.node_mem, slots[..., : 9 + self.layout.num_models],
+                f.node_cpus, f.node_mem, slots,
             )  # fmt: skip
-            self._speedup_into(slots)
         elif a.size:
             nodes[:, H:] = self._resident().reshape(N, -1)
         glob = np.empty(f.gpus_per_type.shape[0] + 6)
@@ -103,9 +102,8 @@ class Observing(CoreState):
             kernel(
                 a.job, a.node, a.gpus, a.cpus, a.mem, self._cur.size, wl.model, wl.cpu_per_gpu,
                 wl.mem_per_gpu, work, remaining, sim.attained_gpu_s, f.node_gpus,
-                f.node_cpus, f.node_mem, out[..., : 9 + self.layout.num_models],
+                f.node_cpus, f.node_mem, out,
             )  # fmt: skip
-            self._speedup_into(out)
         elif a.size:
             order, ns, rank = slot_ranks(a.node)
             keep = rank < self.cfg.resident_slots
@@ -115,30 +113,7 @@ class Observing(CoreState):
                 wl, a.job[e], a.node[e], a.gpus[e], a.cpus[e], a.mem[e], new,
                 sim.remaining, sim.attained_gpu_s,
             )  # fmt: skip
-            self._speedup_into(out)
         return out
-
-    def _speedup_into(self, slots: NDArray[np.float64]) -> None:
-        """Write the ``resident_speedup`` features into the last two columns of the resident
-        slots ``slots`` (N, R, res_dim), filled for the round's allocation; nothing without
-        ``EnvSettings.resident_speedup``."""
-        if not self.cfg.resident_speedup:
-            return
-        sim, wl = self.sim, self.wl
-        assert sim is not None and wl is not None
-        a = self.round_allocation()
-        order, ns, rank = slot_ranks(a.node)
-        keep = rank < self.cfg.resident_slots
-        e = order[keep]
-        _, inv, n_nodes = np.unique(a.job, return_inverse=True, return_counts=True)
-        total = np.bincount(inv, weights=a.gpus).astype(np.int64)
-        biggest = np.zeros(total.shape[0], dtype=np.int64)
-        np.maximum.at(biggest, inv, self.features.cluster.node_gpus[a.node])
-        spread = n_nodes > -(-total // np.maximum(biggest, 1))  # as the engine rates a gang
-        slots[ns[keep], rank[keep], -2:] = self.features.speedup_features(
-            wl, a.job[e], a.node[e], total[inv[e]], spread[inv[e]], self.free_g, self.node_up,
-            sim.remaining,
-        )  # fmt: skip
 
     def observations(self) -> NDArray[np.float32]:
         """Per-agent observations, shape (N, D)."""

@@ -178,11 +178,6 @@ class EnvSettings:
             masked for the rest of the round and the agents decide again
             (``ClaimResolver.resolve_claims``). False (default): such a step closes the
             round, and its GPUs idle until the next one.
-        resident_speedup: Two more features per resident slot
-            (:meth:`~hetsched.envs.features.FeatureBuilder.speedup_features`): the job's
-            estimated time left at its isolated rate where it runs, and how much faster the
-            fastest node free now could run it. False (default): the slots end at "placed this
-            round".
         stall_steps: Truncate the episode (``stalled``) after this many consecutive decision
             steps without progress: a legal action was offered, yet no job was placed and
             the round's time advanced with nothing running (e.g. a policy that always
@@ -211,7 +206,6 @@ class EnvSettings:
     stall_steps: int | None = 1000
     resizable: bool = False
     retry_refused: bool = False
-    resident_speedup: bool = False
 
     def __post_init__(self) -> None:
         ss = self.stall_steps
@@ -231,7 +225,6 @@ class EnvSettings:
             "migrate_elastic",
             "retry_refused",
             "resizable",
-            "resident_speedup",
         ):
             v = getattr(self, name)
             if not isinstance(v, bool | np.bool_):

@@ -195,32 +195,3 @@ def test_an_elastic_job_migrates_to_more_gpus_only_with_migrate_elastic(elastic:
 def test_migrate_elastic_needs_migrate_speedup() -> None:
     with pytest.raises(ValueError, match="migrate_elastic needs migrate_speedup"):
         EnvSettings(preemptive=True, migrate_elastic=True)
-
-
-def test_the_speedup_features_show_what_a_move_to_a_free_node_would_save() -> None:
-    """``resident_speedup``: the K80 job's slot shows its time left at the K80 rate, and the
-    share of it a move saves while the A100 node is free (0 when it is busy or down)."""
-    wl = jobs([1, 4], seconds=600.0)
-    wl.work[0] *= 12.0
-    env = ClusterParallelEnv(
-        SLOW_FAST, wl, throughput=TM, levels={"gpu": [1.0], "cpu": [1.0], "mem": [1.0]},
-        window=2, preemptive=True, migrate_speedup=1.25, advance="event", resident_speedup=True,
-    )  # fmt: skip
-    env.reset(seed=0)
-    env.step(act(env, node_0=1, node_1=2))  # j1 ran on the A100 node for its 600 s
-    sim, f = env.core.sim, env.core.features
-    assert sim is not None and list(env.core.free_g) == [3, 4]
-    k80, a100 = (float(TM.isolated(wl.model[0], t, 1)) for t in (0, 4))  # catalogue indices
-    left = sim.remaining[0] / k80
-    slot = env.core._resident()[0, 0]  # j0 on the K80 node
-    np.testing.assert_allclose(slot[-2:], [left / (left + 3600.0), 1.0 - k80 / a100])
-    assert 0.8 < slot[-1] < 1.0  # the A100 runs cifar10 7.3x as fast
-    one = (wl, np.array([0]), np.array([0]), np.array([1]), np.array([False]))
-    up = np.ones(2, dtype=bool)
-    assert f.speedup_features(*one, np.array([3, 0]), up, sim.remaining)[0, 1] == 0.0  # busy
-    down = np.array([True, False])
-    assert f.speedup_features(*one, np.array([3, 4]), down, sim.remaining)[0, 1] == 0.0
-    wl.allowed_types[0, 4] = False  # j0 may not run on an A100
-    assert f.speedup_features(*one, np.array([3, 4]), up, sim.remaining)[0, 1] == 0.0
-    plain = ClusterParallelEnv(SLOW_FAST, jobs([1]), throughput=TM)
-    assert env.core.layout.res_dim == plain.core.layout.res_dim + 2

@@ -194,10 +194,3 @@ def test_kernels_match_numpy_under_an_information_track(
     for env in (fast, ref):
         env.core.features.set_runtime_info(RuntimeInfo(mode), seed=5)
     assert _lockstep(fast, ref, steps=300, seed=3) > 0
-
-
-def test_kernels_match_numpy_with_the_speedup_features(monkeypatch: pytest.MonkeyPatch) -> None:
-    kw = small_env_kwargs(num_jobs=24, resident_speedup=True, preemptive=True, migrate_speedup=1.25)
-    fast, ref = _pair(monkeypatch, **kw)
-    assert fast.core.layout.res_dim == fast.core.layout.num_models + 11
-    assert _lockstep(fast, ref, steps=300, seed=3) > 0

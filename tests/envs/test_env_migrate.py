@@ -195,3 +195,50 @@ def test_an_elastic_job_migrates_to_more_gpus_only_with_migrate_elastic(elastic:
 def test_migrate_elastic_needs_migrate_speedup() -> None:
     with pytest.raises(ValueError, match="migrate_elastic needs migrate_speedup"):
         EnvSettings(preemptive=True, migrate_elastic=True)
+
+
+@pytest.mark.parametrize("only", [False, True])
+def test_migrate_only_leaves_evictions_only_where_a_job_could_move(only: bool) -> None:
+    """``migrate_only``: while a job waits, the K80 job's eviction is legal only because the
+    A100 node is free (a move); the A100 job's, which could move nowhere faster, is not."""
+    wl = jobs([1, 1, 4], seconds=600.0)
+    wl.work[:2] *= 12.0
+    wl.arrival[2] = 1.0  # the 4-GPU job arrives once both 1-GPU jobs run
+    env = ClusterParallelEnv(
+        SLOW_FAST, wl, throughput=TM, levels={"gpu": [1.0], "cpu": [1.0], "mem": [1.0]},
+        window=2, preemptive=True, migrate_speedup=1.25, advance="event", migrate_only=only,
+    )  # fmt: skip
+    env.reset(seed=0)
+    env.step(act(env, node_0=1, node_1=2))  # j0 on the K80 node, j1 on the A100 node
+    while env.core.pending.size == 0:
+        env.step(act(env))
+    assert env.core.slot_ok.any()  # j2 waits: it needs 4 free GPUs
+    ev = env.action_masks()[:, env.core.n_place]
+    assert bool(ev[1]) == (not only)  # the A100 job: legal only because a job waits
+    assert list(env.core.free_g) == [3, 3] and ev[0]  # the K80 job could move to the A100
+    with pytest.raises(ValueError, match="migrate_only needs migrate_speedup"):
+        EnvSettings(preemptive=True, migrate_only=True)
+
+
+def test_the_teacher_acts_the_same_under_migrate_only() -> None:
+    """The recipe's teacher evicts only to migrate, so ``migrate_only`` changes none of its
+    decisions: the same moves at the same times, the same schedule. (The env shows fewer
+    decision steps, as fewer rounds have a legal eviction and no legal placement.)"""
+    teacher = SJFTeacher(min_rel_rate=0.0, migrate_gain_s=60.0)
+    kw = small_env_kwargs(
+        num_jobs=40, preemptive=True, migrate_speedup=1.25, window=4, advance="event"
+    )  # the agent's advance mode
+    runs = []
+    for only in (False, True):
+        env = ClusterParallelEnv(**kw, migrate_only=only)
+        env.reset(seed=2)
+        sim = env.core.sim
+        assert sim is not None
+        decisions = []
+        while env.agents:
+            a = teacher.act(env.core)
+            decisions += [(sim.time, n, int(x)) for n, x in enumerate(a.tolist()) if x]
+            env.step(dict(zip(env.agents, a.tolist(), strict=True)))
+        runs.append((decisions, sim.finish_time.tolist(), sim.restarts.tolist()))
+    assert runs[0] == runs[1]
+    assert sum(runs[0][2]) > 0  # migrations among them

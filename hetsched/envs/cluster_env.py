@@ -118,7 +118,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
     in the agent's resident slot ``r``. Legal iff the slot holds a job that was running when
     the round started, the node is up and a job waits in the window (with ``migrate_speedup``,
     or the job could move to a free node that runs it that many times as fast; a gang only
-    with ``migrate_gangs``; with ``migrate_only`` only the latter, waiting jobs or not). Claims are resolved first, then evictions: the job leaves every
+    with ``migrate_gangs``). Claims are resolved first, then evictions: the job leaves every
     node that holds it, its resources are free at the next decision step and it rejoins the
     queue with its progress (the engine charges its restart delay when it runs again). A step that evicts
     keeps the round going; a round is shown to the agents while an eviction is legal even if
@@ -155,8 +155,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
     changes keep the spaces, dynamics and rewards: speed-ups; a stall is also detected with
     ``skip_idle=False``; additions that change nothing by default (the progress shaping term
     ``reward_weights={"progress": w}`` with info key ``reward_progress``; the window orders
-    ``"sjf"`` and ``"typed"``; ``window_backfill``; ``migrate_gangs``; ``retry_refused``; ``migrate_elastic``;
-    ``migrate_only``); the
+    ``"sjf"`` and ``"typed"``; ``window_backfill``; ``migrate_gangs``; ``retry_refused``; ``migrate_elastic``); the
     info key ``evicted_jobs`` (always 0 here) with ``hetsched/ClusterPreempt-v0`` (2026-11-26, this env
     with ``preemptive=True``, first version ``-v0``); the stall detector ``stall_steps`` (it
     truncates only episodes without progress for that many steps) with the info keys
@@ -202,8 +201,6 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
             ``EnvSettings.migrate_gangs``).
         migrate_elastic: With ``migrate_speedup``, elastic jobs may move at another GPU count
             (see ``EnvSettings.migrate_elastic``).
-        migrate_only: With ``migrate_speedup``, evictions are legal only as migrations, also
-            while jobs wait (see ``EnvSettings.migrate_only``).
         retry_refused: A step whose claims were all refused gang claims keeps the round going
             with those gang claims masked (see ``EnvSettings.retry_refused``).
         stall_steps: Decision steps without progress after which the episode is truncated
@@ -249,7 +246,6 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         migrate_gangs: bool = False,
         retry_refused: bool = False,
         migrate_elastic: bool = False,
-        migrate_only: bool = False,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
@@ -279,7 +275,6 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
             migrate_gangs=migrate_gangs,
             retry_refused=retry_refused,
             migrate_elastic=migrate_elastic,
-            migrate_only=migrate_only,
         )
         self.max_cycles = self.settings.max_cycles
         tm = resolve_throughput(throughput)

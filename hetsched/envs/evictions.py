@@ -94,8 +94,7 @@ class EvictionRules(CoreState):
                         "flag per job of the episode's workload"
                     )
                 m &= ~prot[job]
-        if self.cfg.migrate_only or not self.slot_ok.any():
-            # nothing waits (or migrate_only): an eviction could only idle GPUs ...
+        if not self.slot_ok.any():  # nothing waits: an eviction could only idle GPUs ...
             if self.cfg.migrate_speedup is None or not m.any():
                 m[:] = False
             else:  # ... unless the job can move to a faster node

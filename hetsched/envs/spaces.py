@@ -167,10 +167,6 @@ class EnvSettings:
             per GPU it holds now) runs it that many times as fast as it runs now. This is how
             a job started small grows onto a node that empties, and how one started on slow
             GPUs moves to fewer fast ones. False: a job moves only at the GPU count it holds.
-        migrate_only: With ``migrate_speedup``, an eviction is legal only where the job could
-            move (as above) even while jobs wait: every eviction is a migration to a faster
-            GPU, and the mask tells the agents where one is possible. False (default): while
-            jobs wait, every running job's eviction is legal.
         resizable: Resize actions: each agent also has one action per resident slot, after
             the placement and eviction actions, that doubles the GPUs of the slot's elastic
             job on the agent's node when no waiting job could use them
@@ -207,7 +203,6 @@ class EnvSettings:
     migrate_speedup: float | None = None
     migrate_gangs: bool = False
     migrate_elastic: bool = False
-    migrate_only: bool = False
     stall_steps: int | None = 1000
     resizable: bool = False
     retry_refused: bool = False
@@ -228,7 +223,6 @@ class EnvSettings:
             "preemptive",
             "migrate_gangs",
             "migrate_elastic",
-            "migrate_only",
             "retry_refused",
             "resizable",
         ):
@@ -249,11 +243,7 @@ class EnvSettings:
                     "preemptive=True or migrate_speedup=None"
                 )
             object.__setattr__(self, "migrate_speedup", float(ms))
-        for name, what in (
-            ("migrate_gangs", "a gang's"),
-            ("migrate_elastic", "an elastic job's"),
-            ("migrate_only", "an evicted job's"),
-        ):
+        for name, what in (("migrate_gangs", "a gang's"), ("migrate_elastic", "an elastic job's")):
             if getattr(self, name) and ms is None:
                 raise ValueError(
                     f"{name} needs migrate_speedup (how many times faster {what} new node "

@@ -23,7 +23,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -295,9 +295,16 @@ def _sim_config(sim: Mapping[str, Any]) -> Any:
     return sim_config_from(merged)
 
 
-def play_cell(cell: Cell) -> tuple[Any, FitProbe, float, float]:
+def play_cell(
+    cell: Cell, wrap: Callable[[Any], Any] | None = None
+) -> tuple[Any, FitProbe, float, float]:
     """Simulate one cell: its workload and policy generator from the cell's seed, the policy
     behind its information track and a :class:`FitProbe`.
+
+    Args:
+        cell: The cell.
+        wrap: Applied to the scheduler (behind its track) inside the probe, e.g. another probe
+            (:class:`hetsched.benchmark.moves.MoveProbe`); it is ``probe.policy``.
 
     Returns:
         ``(outcome of hetsched.evaluation.run_one, the probe, wall s, process CPU s)``.
@@ -319,7 +326,8 @@ def play_cell(cell: Cell) -> tuple[Any, FitProbe, float, float]:
     root = np.random.default_rng(cell.seed)
     wl_rng, pol_rng = root.spawn(2)  # the workload's child is the same as evaluate()'s
     wl = sc.factory()(throughput=tm, cluster=cl, rng=wl_rng)
-    policy = FitProbe(with_info(instantiate(dict(cell.node)), cell.info, cell.seed))
+    inner = with_info(instantiate(dict(cell.node)), cell.info, cell.seed)
+    policy = FitProbe(inner if wrap is None else wrap(inner))
     t0, c0 = time.perf_counter(), time.process_time()
     out = run_one(
         policy,

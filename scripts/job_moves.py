@@ -19,8 +19,7 @@ import sys
 from tqdm import tqdm
 
 from hetsched.benchmark.moves import MoveCounts, MoveProbe
-from hetsched.benchmark.runner import Cell, play_cell, preset_node, replay_arguments
-from hetsched.benchmark.scenarios import scenario_names
+from hetsched.benchmark.runner import play_cell, replay_arguments, replay_cells
 from hetsched.evaluation import markdown_table
 from hetsched.sim.errors import HetschedError
 
@@ -33,30 +32,15 @@ def main() -> None:
     ap.add_argument("--scheduler", nargs="+", default=["sia", "maifs_teacher", "maifs"],
                     help="conf/scheduler presets")  # fmt: skip
     args = ap.parse_args()
-    names = scenario_names(args.split, args.scenario)
-    nodes = {s: preset_node(s, args.checkpoint) for s in args.scheduler}
-    cells = [(n, seed, s) for n in names for s in args.scheduler for seed in args.seed]
-    sums: dict[tuple[str, str], tuple[int, MoveCounts]] = {}
-    for name, seed, sched in tqdm(cells, desc="job_moves", unit="run", leave=False):
-        _, probe, _, _ = play_cell(Cell(name, sched, nodes[sched], "exact", 0.0, seed), MoveProbe)
-        c = probe.policy.counts
-        runs, acc = sums.get((name, sched), (0, MoveCounts()))
-        for k, v in c.as_dict().items():
-            setattr(acc, k, getattr(acc, k) + v)
-        sums[(name, sched)] = (runs + 1, acc)
-    rows = [
-        {"scenario": n, "scheduler": s, "runs": runs, **acc.as_dict()}
-        for (n, s), (runs, acc) in sums.items()
-    ]
-    total: dict[str, tuple[int, MoveCounts]] = {}
-    for (_, s), (runs, acc) in sums.items():
-        r0, t = total.get(s, (0, MoveCounts()))
-        for k, v in acc.as_dict().items():
-            setattr(t, k, getattr(t, k) + v)
-        total[s] = (r0 + runs, t)
-    rows += [
-        {"scenario": "all", "scheduler": s, "runs": r, **t.as_dict()} for s, (r, t) in total.items()
-    ]
+    sums: dict[tuple[str, str], MoveCounts] = {}  # per (scenario, scheduler) and ("all", ...)
+    runs: dict[tuple[str, str], int] = {}
+    for cell in tqdm(replay_cells(args), desc="job_moves", unit="run", leave=False):
+        _, probe, _, _ = play_cell(cell, MoveProbe)
+        for key in ((cell.scenario, cell.scheduler), ("all", cell.scheduler)):
+            sums[key] = sums.get(key, MoveCounts()) + probe.policy.counts
+            runs[key] = runs.get(key, 0) + 1
+    rows = [{"scenario": n, "scheduler": s, "runs": runs[n, s], **c.as_dict()}
+            for (n, s), c in sorted(sums.items(), key=lambda kv: kv[0][0] == "all")]  # fmt: skip
     print(markdown_table(rows, HEADER))
 
 

@@ -18,8 +18,7 @@ import sys
 
 from tqdm import tqdm
 
-from hetsched.benchmark.runner import Cell, play_cell, preset_node, replay_arguments
-from hetsched.benchmark.scenarios import scenario_names
+from hetsched.benchmark.runner import play_cell, replay_arguments, replay_cells
 from hetsched.evaluation import markdown_table
 from hetsched.sim.errors import HetschedError
 from hetsched.sim.metrics import compute_metrics, makespan_job
@@ -36,12 +35,10 @@ def main() -> None:
     ap.add_argument("--scheduler", nargs="+", default=["sia", "gavel", "maifs"],
                     help="conf/scheduler presets")  # fmt: skip
     args = ap.parse_args()
-    names = scenario_names(args.split, args.scenario)
-    nodes = {s: preset_node(s, args.checkpoint) for s in args.scheduler}
-    cells = [(n, seed, s) for n in names for seed in args.seed for s in args.scheduler]
     rows = []
-    for name, seed, sched in tqdm(cells, desc="makespan_job", unit="run", leave=False):
-        out, _, _, _ = play_cell(Cell(name, sched, nodes[sched], "exact", 0.0, seed))
+    for cell in tqdm(replay_cells(args), desc="makespan_job", unit="run", leave=False):
+        name, seed, sched = cell.scenario, cell.seed, cell.scheduler
+        out, _, _, _ = play_cell(cell)
         res = out.result
         m = compute_metrics(res, scheduler=sched, workload="", cluster="", seed=seed)
         j = makespan_job(res)

@@ -14,13 +14,14 @@ same rate pay a restart for little.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, astuple, dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from hetsched.sim.allocation import Allocation
+from hetsched.sim.rates import job_layout
 
 #: A move is ``faster`` when the job's isolated throughput after is at least this many times the
 #: throughput before (the MAIFS recipe's ``migrate_speedup``), ``slower`` at most its inverse.
@@ -50,9 +51,14 @@ class MoveCounts:
         """The counts by name."""
         return asdict(self)
 
+    def __add__(self, other: MoveCounts) -> MoveCounts:
+        return MoveCounts(*(a + b for a, b in zip(astuple(self), astuple(other), strict=True)))
+
 
 def job_rates(alloc: Allocation, state: Any) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    """The jobs of an allocation and the isolated throughput each gets there, shapes (U,).
+    """The jobs of an allocation and the isolated throughput each gets there, shapes (U,):
+    at its GPUs over all its nodes, spread as the engine rates it
+    (:func:`hetsched.sim.rates.job_layout`), on the slowest GPU type it holds.
 
     Args:
         alloc: The allocation.
@@ -60,12 +66,9 @@ def job_rates(alloc: Allocation, state: Any) -> tuple[NDArray[np.int64], NDArray
             ``throughput``).
     """
     cl, wl, tm = state.cluster, state.workload, state.throughput
-    jobs, inv, n_nodes = np.unique(alloc.job, return_inverse=True, return_counts=True)
-    total = np.bincount(inv, weights=alloc.gpus).astype(np.int64)
-    biggest = np.zeros(jobs.shape[0], dtype=np.int64)
-    np.maximum.at(biggest, inv, cl.node_gpus[alloc.node])
-    spread = n_nodes > -(-total // np.maximum(biggest, 1))
-    per_entry = tm.isolated(wl.model[alloc.job], cl.node_type[alloc.node], total[inv], spread[inv])
+    total, spread = job_layout(alloc, cl.node_gpus, wl.num_jobs)
+    per_entry = tm.isolated(wl.model[alloc.job], cl.node_type[alloc.node], total, spread)
+    jobs, inv = np.unique(alloc.job, return_inverse=True)
     rate = np.full(jobs.shape[0], np.inf)
     np.minimum.at(rate, inv, np.asarray(per_entry, dtype=np.float64))
     return jobs, rate

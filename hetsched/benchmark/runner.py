@@ -549,3 +549,23 @@ def replay_arguments(description: str) -> argparse.ArgumentParser:
     ap.add_argument("--seed", type=int, nargs="+", default=[0])
     ap.add_argument("--checkpoint", default=None, help="MAIFS checkpoint (default: shipped)")
     return ap
+
+
+def replay_cells(args: argparse.Namespace) -> list[Cell]:
+    """The exact-track cells that :func:`replay_arguments`' ``args`` name, for every scheduler
+    preset of ``args.scheduler`` (a list): scenario by scenario, then seed, then scheduler.
+
+    Raises:
+        hetsched.sim.errors.ConfigError: For an unknown scenario or split.
+        ValueError: For an unknown scheduler preset (:func:`preset_node`).
+    """
+    from hetsched.benchmark.scenarios import scenario_names
+
+    names = scenario_names(args.split, args.scenario)
+    nodes = {s: preset_node(s, args.checkpoint) for s in args.scheduler}
+    return [
+        Cell(n, s, nodes[s], "exact", 0.0, seed)
+        for n in names
+        for seed in args.seed
+        for s in args.scheduler
+    ]

@@ -69,6 +69,43 @@ def group_by_job(a: Allocation) -> JobGroups:
     return JobGroups(jobs, order, starts, np.searchsorted(jobs, a.job))
 
 
+def job_layout(
+    a: Allocation,
+    node_gpus: NDArray[np.int64],
+    num_jobs: int,
+    one_per_job: bool = False,
+    groups: JobGroups | None = None,
+) -> tuple[NDArray[np.int64], NDArray[np.bool_] | np.bool_]:
+    """Per entry of ``a``: the job's total GPUs and whether the job is spread over more nodes
+    than its GPUs need (the engine's rating of a gang), each shape (E,).
+
+    Args:
+        a: The allocation.
+        node_gpus: GPUs per node of the cluster, shape (N,).
+        num_jobs: Jobs of the workload (J; ``a.job`` indexes them).
+        one_per_job: Every job of ``a`` has one entry: the spread flag is one scalar False
+            (it broadcasts).
+        groups: :func:`group_by_job` of ``a``; when given, the same integers come from per-job
+            reductions over the sorted entries instead of (J,) arrays.
+    """
+    if one_per_job:  # a job on one node is never spread
+        return a.gpus, np.False_
+    if groups is not None and groups.starts is not None:
+        o, st, row = groups.order, groups.starts, groups.row
+        total = np.add.reduceat(a.gpus[o], st)
+        n_nodes = np.diff(st, append=a.size)
+        biggest = np.maximum.reduceat(node_gpus[a.node[o]], st)
+    else:
+        row = a.job
+        total = np.bincount(a.job, weights=a.gpus, minlength=num_jobs).astype(np.int64)
+        n_nodes = np.bincount(a.job, minlength=num_jobs)
+        biggest = np.zeros(num_jobs, dtype=np.int64)
+        np.maximum.at(biggest, a.job, node_gpus[a.node])
+    need = -(-total // np.maximum(biggest, 1))
+    spread = n_nodes > need
+    return total[row], spread[row]
+
+
 class RateModel:
     """Per-entry and per-job progress rates of an allocation (mixin).
 
@@ -90,29 +127,8 @@ class RateModel:
     def _job_layout(
         self, a: Allocation, one_per_job: bool = False, groups: JobGroups | None = None
     ) -> tuple[NDArray[np.int64], NDArray[np.bool_] | np.bool_]:
-        """Per entry: the job's total GPUs and whether the job is spread over extra nodes.
-
-        The spread flag is one scalar False when every job has one entry (it broadcasts).
-        ``groups`` (:func:`group_by_job` of ``a``), when given, gives the same integers from
-        per-job reductions over the sorted entries instead of (J,) arrays.
-        """
-        if one_per_job:  # a job on one node is never spread
-            return a.gpus, np.False_
-        if groups is not None and groups.starts is not None:
-            o, st, row = groups.order, groups.starts, groups.row
-            total = np.add.reduceat(a.gpus[o], st)
-            n_nodes = np.diff(st, append=a.size)
-            biggest = np.maximum.reduceat(self.cluster.node_gpus[a.node[o]], st)
-        else:
-            J = self.workload.num_jobs
-            row = a.job
-            total = np.bincount(a.job, weights=a.gpus, minlength=J).astype(np.int64)
-            n_nodes = np.bincount(a.job, minlength=J)
-            biggest = np.zeros(J, dtype=np.int64)
-            np.maximum.at(biggest, a.job, self.cluster.node_gpus[a.node])
-        need = -(-total // np.maximum(biggest, 1))
-        spread = n_nodes > need
-        return total[row], spread[row]
+        """:func:`job_layout` of ``a`` on the simulator's cluster and workload."""
+        return job_layout(a, self.cluster.node_gpus, self.workload.num_jobs, one_per_job, groups)
 
     def _entry_base_rate(
         self,

@@ -7,6 +7,7 @@ are documented in :mod:`hetsched.envs.core`.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -91,6 +92,16 @@ class ClaimResolver(CoreState):
         if not bool(self.jt.tput_ok[j, t, lg, int(spread)]):
             return None
         return use, g
+
+    def _gang_rate(self, k: int, nodes: NDArray[np.int64], lg: int) -> float:
+        """Isolated throughput (work units/s) of slot ``k``'s job as a gang on ``nodes`` (one
+        GPU type) at GPU level ``lg``: packed or spread as :func:`is_spread` rates it."""
+        assert self.jt is not None
+        j = int(self.window[k])
+        G = int(self.jt.gpu_count[j, lg])
+        spread = is_spread(self.cluster, nodes, G)
+        t = int(self.cluster.node_type[nodes[0]])
+        return float(self.jt.tput[j, t, lg, int(spread)])
 
     def decision_step_of(self, actions: NDArray[np.int64]) -> tuple[ClaimResult, StepStats]:
         """One decision step of per-node actions, as every multi-agent env takes it.
@@ -226,7 +237,7 @@ class ClaimResolver(CoreState):
             a, self.n_place, ma.mask, self._codec_shape, self.window, self.jt.gpu_count,
             ma.single.reshape(N, -1), ma.cpu_per_gpu, ma.mem_per_gpu, ma.mem_ok, self.free_g,
             self.free_c, self.free_m, self._rule_code, self.cluster.node_type, self._n_types,
-            self.cluster.node_gpus, self.jt.tput_ok, flags, ints, floats,
+            self.cluster.node_gpus, self.jt.tput, flags, ints, floats,
         )  # fmt: skip
         res = ClaimResult(
             invalid=flags[0], granted=flags[1], conflict=flags[2], gang_failed=flags[3],
@@ -289,7 +300,8 @@ class ClaimResolver(CoreState):
             for k in np.unique(ks[rest]).tolist():  # at most K jobs per step
                 sel = ks == k
                 ag, lg, lc, lm = agents[sel], lgs[sel], lcs[sel], lms[sel]
-                best: tuple[int, int, NDArray[np.int64], NDArray[np.int64], int, int] | None = None
+                # the fastest gang wins, then the fewest nodes, then the lowest lead index
+                best: tuple[tuple[float, int, int], Any] | None = None
                 types = nt[ag]
                 for t in np.unique(types).tolist():
                     idx = np.flatnonzero(types == t)
@@ -297,13 +309,14 @@ class ClaimResolver(CoreState):
                     out = self._gang(k, ag[idx], int(lg[lead]), int(lc[lead]), int(lm[lead]))
                     if out is None:
                         continue
-                    key = (out[0].size, int(ag[lead]))
-                    if best is None or key < (best[0], best[1]):
-                        best = (key[0], key[1], out[0], out[1], int(lc[lead]), int(lm[lead]))
+                    rate = self._gang_rate(k, out[0], int(lg[lead]))
+                    key = (-rate, int(out[0].size), int(ag[lead]))
+                    if best is None or key < best[0]:
+                        best = (key, (out[0], out[1], int(lc[lead]), int(lm[lead])))
                 if best is None:
                     res.gang_failed[ag] = True
                     continue
-                _, _, nodes_g, gg, c_l, m_l = best
+                nodes_g, gg, c_l, m_l = best[1]
                 self._commit(
                     int(self.window[k]),
                     nodes_g,

@@ -33,8 +33,10 @@ never interact (an agent claims one job per step, so nodes are disjoint). For on
    lead and fixes the GPU count and CPU/memory levels; members, sorted by GPU capacity at those
    levels (descending, then index), contribute ``min(capacity, GPUs still needed)`` until the
    count is met. Among the types whose gang fills (and has positive throughput at its layout),
-   the one with the fewest nodes wins, ties to the lowest lead index. Unused claimants count a
-   conflict; if no type fills, every claimant counts a failed gang claim and the job waits.
+   the one whose gang runs the job fastest wins (isolated throughput at its GPU count, packed or
+   spread), then the one with the fewest nodes, ties to the lowest lead index. Unused claimants
+   count a conflict; if no type fills, every claimant counts a failed gang claim and the job
+   waits.
 
 **Evictions** (``EnvSettings.preemptive``). Actions ``A_p .. A_p + R - 1`` after the ``A_p``
 placement actions evict the job in resident slot ``r`` of the agent's node. Legal iff the slot

@@ -63,7 +63,7 @@ def _claims_py(
     node_type: Any,
     n_types: int,
     node_gpus: Any,
-    tput_ok: Any,
+    tput: Any,
     flags: Any,
     ints: Any,
     floats: Any,
@@ -84,8 +84,8 @@ def _claims_py(
         rule: :data:`RULE_CODES` of ``EnvSettings.conflict_rule``.
         node_type: GPU type per node, int64 (N,), values below ``n_types``.
         node_gpus: GPUs per node, int64 (N,).
-        tput_ok: Positive throughput per job, type, GPU level and packed / spread, bool
-            (J, T, L_g, 2).
+        tput: Isolated throughput per job, type, GPU level and packed / spread, float64
+            (J, T, L_g, 2); a gang needs a positive one, and the fastest gang wins.
         flags: Out, bool (5, N): invalid, granted, conflict, gang_failed, (evicted: left
             False).
         ints: Out, int64 (3, N): the new entries' job, node and GPUs.
@@ -165,6 +165,7 @@ def _claims_py(
         if not claimed[k] or win_n[k] >= 0:
             continue
         j = window[k]
+        best_rate = 0.0
         best_cnt = -1
         best_lead = -1
         best_lc = 0
@@ -216,9 +217,18 @@ def _claims_py(
                 if node_gpus[mem_nodes[i]] > top:
                     top = node_gpus[mem_nodes[i]]
             spread = 1 if cnt > -(-G // top) else 0
-            if not tput_ok[j, node_type[mem_nodes[0]], lg, spread]:
+            rate = tput[j, node_type[mem_nodes[0]], lg, spread]
+            if not rate > 0:
                 continue
-            if best_lead < 0 or cnt < best_cnt or (cnt == best_cnt and lead < best_lead):
+            # the fastest gang wins, then the fewest nodes, then the lowest lead index
+            if (
+                best_lead < 0
+                or rate > best_rate
+                or (
+                    rate == best_rate and (cnt < best_cnt or (cnt == best_cnt and lead < best_lead))
+                )
+            ):
+                best_rate = rate
                 best_cnt = cnt
                 best_lead = lead
                 best_lc = lc

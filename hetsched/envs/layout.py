@@ -21,11 +21,12 @@ F32 = np.float32
 EPS = 1e-9
 HOUR = 3600.0
 NUM_TYPES = len(GPU_TYPE_NAMES)
-#: Version of what the observations show. Learned schedulers' benchmark cells hash it, so a
-#: result measured under older observations is recomputed, never read (2: the compiled resident
-#: slots show the information track's remaining work, as the numpy path does, in envs made
-#: with ``runtime_info``).
-OBS_VERSION = 2
+#: Version of what the observations show and how the env resolves the agents' claims. Learned
+#: schedulers' benchmark cells hash it, so a result measured under older observations or claim
+#: rules is recomputed, never read (2: the compiled resident slots show the information track's
+#: remaining work, as the numpy path does, in envs made with ``runtime_info``; 3: a job claimed
+#: as a gang by several GPU types goes to the type whose gang runs it fastest).
+OBS_VERSION = 3
 
 
 def squash(x: NDArray[np.floating], scale: float) -> NDArray[np.float64]:
@@ -124,8 +125,9 @@ class JobTable:
             one-hot, sensitivity), shape (J, 4 + M + L_c + L_m).
         gpu_count: GPU count of each GPU level, shape (J, L_g).
         level_ok: Whether each GPU level is a distinct legal level, shape (J, L_g).
-        tput_ok: Positive isolated throughput per type and level, packed / spread,
+        tput: Isolated throughput per type and level, packed / spread, work units/s,
             shape (J, T, L_g, 2).
+        tput_ok: ``tput > 0``, shape (J, T, L_g, 2).
         rel_tput: Isolated throughput at the request relative to the fastest allowed present
             type, shape (J, T) (0 where not allowed or absent).
         best_tput: That fastest throughput, work units/s, shape (J,).
@@ -137,6 +139,7 @@ class JobTable:
     static: NDArray[np.float64]
     gpu_count: NDArray[np.int64]
     level_ok: NDArray[np.bool_]
+    tput: NDArray[np.float64]
     tput_ok: NDArray[np.bool_]
     rel_tput: NDArray[np.float64]
     best_tput: NDArray[np.float64]
@@ -222,6 +225,7 @@ def build_job_table(
         static=static,
         gpu_count=count,
         level_ok=ok,
+        tput=np.asarray(tput, dtype=np.float64),
         tput_ok=tput > 0,
         rel_tput=np.clip(rel, 0.0, 1.0),
         best_tput=best,

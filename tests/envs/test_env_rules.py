@@ -80,6 +80,42 @@ def test_gang_across_nodes_and_failed_gang() -> None:
     assert sorted(alloc.node.tolist()) == [0, 1] and alloc.gpus.tolist() == [4, 4]
 
 
+#: Two 4-GPU T4 nodes (indices 0, 1) before two 4-GPU A100 nodes (2, 3).
+SLOW_FIRST: dict[str, Any] = {
+    "name": "t4_then_a100",
+    "nodes": [
+        {"gpu_type": "t4", "count": 2, "gpus": 4, "cpus": 32, "mem_gib": 256},
+        {"gpu_type": "a100", "count": 2, "gpus": 4, "cpus": 32, "mem_gib": 256},
+    ],
+}
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_gang_claimed_by_two_types_goes_to_the_faster_one(compiled: bool) -> None:
+    # Both types' gangs fill with two nodes; the lower-index T4s used to win the tie.
+    env = ClusterParallelEnv(
+        SLOW_FIRST, jobs([8]), throughput=TM, window=2,
+        levels={"gpu": [1.0], "cpu": [1.0], "mem": [1.0]},
+    )  # fmt: skip
+    env.reset(seed=0)
+    if not compiled:
+        env.core._claims_kernel = None  # the numpy path
+    _, _, _, _, infos = env.step(act(env, node_0=1, node_1=1, node_2=1, node_3=1))
+    alloc = env.core.last_alloc
+    assert sorted(alloc.node.tolist()) == [2, 3] and alloc.gpus.tolist() == [4, 4]
+    assert infos["node_0"]["conflict"] == 1.0 and infos["node_2"]["placed_jobs"] == 1.0
+    jt = env.core.jt
+    assert jt is not None
+    t4, a100 = TM.gpu_types.index("t4"), TM.gpu_types.index("a100")
+    assert jt.tput[0, a100, 0, 1] > jt.tput[0, t4, 0, 1] > 0  # the premise: A100 is faster
+    # With only the T4s claiming, they still get it (speed ranks gangs, it forbids none).
+    env.reset(seed=0)
+    if not compiled:
+        env.core._claims_kernel = None
+    env.step(act(env, node_0=1, node_1=1))
+    assert sorted(env.core.last_alloc.node.tolist()) == [0, 1]
+
+
 LEVELS = {"gpu": [0.5, 1.0], "cpu": [1.0], "mem": [1.0]}  # two claims per window slot
 
 

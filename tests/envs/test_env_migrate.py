@@ -195,3 +195,61 @@ def test_an_elastic_job_migrates_to_more_gpus_only_with_migrate_elastic(elastic:
 def test_migrate_elastic_needs_migrate_speedup() -> None:
     with pytest.raises(ValueError, match="migrate_elastic needs migrate_speedup"):
         EnvSettings(preemptive=True, migrate_elastic=True)
+
+
+def _waiting_env() -> ClusterParallelEnv:
+    """:func:`_env`'s jobs plus j2 (4 GPUs, 10 min), which waits for a node while j1 runs."""
+    wl = jobs([1, 4, 4], seconds=600.0)
+    wl.work[0] *= 12.0  # j0: 2 h on the A100, about 14.6 h on the K80
+    env = ClusterParallelEnv(
+        SLOW_FAST, wl, throughput=TM, levels={"gpu": [1.0], "cpu": [1.0], "mem": [1.0]},
+        window=3, preemptive=True, migrate_speedup=1.25, advance="event",
+    )  # fmt: skip
+    env.reset(seed=0)
+    env.step(act(env, node_0=1, node_1=2))  # j0 on the K80, j1 on the A100; j2 waits
+    while env.core.free_g[1] < 4:
+        env.step(act(env))
+    return env
+
+
+def test_a_reserved_move_takes_the_fast_node_before_a_waiting_job() -> None:
+    from hetsched.agents.acting import agent_masks, reserve_moves, reserve_passes
+    from hetsched.agents.config import AgentEnvConf
+
+    env = _waiting_env()
+    core = env.core
+    P = core.n_place
+    assert core.pending.tolist() == [2] and core.free_g.tolist() == [3, 4]
+    base = {"gpu_levels": [1.0], "wait_below": 0.0, "preemptive": True, "migrate_speedup": 1.25}
+    # off: while a job waits, the env allows every eviction; the A100 node must claim j2
+    mask, _ = agent_masks(core, AgentEnvConf(**base))
+    assert mask[0, P] == 1 and mask[1, 0] == 0
+    # on: j0's move saves about 12 h, so its eviction stays legal as a reserved move ...
+    conf = AgentEnvConf(**base, migrate_reserve_s=3600.0)
+    mask, _ = agent_masks(core, conf)
+    assert mask[0, P] == 1 and mask[1, 0] == 0
+    rm = reserve_moves(core, conf, mask)
+    assert rm is not None and rm.targets[0, 0].tolist() == [False, True]
+    assert 11 * 3600 < rm.saved[0, 0, 1] < 13 * 3600
+    # ... and once node_0 makes it, node_1 may pass
+    assert reserve_passes(core, rm, np.array([P, 0])).tolist() == [False, True]
+    assert not reserve_passes(core, rm, np.array([0, 0])).any()
+    # a move that saves less than the threshold is no eviction while jobs wait
+    mask_hi, _ = agent_masks(core, AgentEnvConf(**base, migrate_reserve_s=1e6))
+    assert mask_hi[0, P] == 0
+    # The teacher: off, the A100 takes j2; on, j0 moves there first and j2 takes the K80 next.
+    t_off = SJFTeacher(min_rel_rate=0.0, migrate_gain_s=300.0)
+    assert t_off.act(core).tolist() == [0, 1]  # node_1 claims window slot 0: j2
+    teacher = SJFTeacher(min_rel_rate=0.0, migrate_gain_s=300.0, migrate_reserve_s=3600.0)
+    label = teacher.act(core)
+    assert label.tolist() == [P, 0]
+    env.step(dict(zip(env.possible_agents, label.tolist(), strict=True)))
+    assert core.pending.tolist() == [0, 2]  # j0 is back in the window, first
+    label = teacher.act(core)
+    assert label.tolist() == [2, 1]  # j0 (slot 0) on the A100 node, j2 (slot 1) on the K80
+    env.step(dict(zip(env.possible_agents, label.tolist(), strict=True)))
+    assert core.sim is not None and core.sim.finish_time[0] < 3 * 3600.0  # K80 alone: ~14.6 h
+    with pytest.raises(ValueError, match="migrate_reserve_s=-1.0 must be >= 0"):
+        SJFTeacher(migrate_reserve_s=-1.0)
+    with pytest.raises(ValueError, match="needs agent.env.migrate_speedup"):
+        AgentEnvConf(migrate_reserve_s=60.0)

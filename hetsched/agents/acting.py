@@ -34,14 +34,7 @@ from hetsched.agents.coordination import (
     ordered_actions,
 )
 from hetsched.agents.network import MAIFSNet, NetDims
-from hetsched.agents.teacher import (
-    ReservedMoves,
-    SJFTeacher,
-    best_alone_tput,
-    reserved_moves,
-    share_guard,
-    window_tput,
-)
+from hetsched.agents.teacher import SJFTeacher, best_alone_tput, share_guard, window_tput
 from hetsched.envs.core import EnvCore
 from hetsched.envs.features import ObsLayout
 from hetsched.envs.rewards import REWARD_TERMS
@@ -155,39 +148,7 @@ def masks_and_binding(
     if conf.work_conserving:
         bind = binding_claims(core, conf, single, rates)
         mask[((mask[:, 1:P] == 1) & bind).any(axis=1), 0] = 0
-    rm = reserve_moves(core, conf, mask)
-    if rm is not None:  # while jobs wait, an eviction is legal only as a reserved move
-        mask[:, P : P + core.cfg.resident_slots] = rm.slots
     return mask, single, bind
-
-
-def reserve_moves(
-    core: EnvCore, conf: AgentEnvConf, mask: NDArray[np.int8]
-) -> ReservedMoves | None:
-    """The reserved moves among the legal evictions of ``mask`` (N, A)
-    (``conf.migrate_reserve_s``; :func:`hetsched.agents.teacher.reserved_moves`); None when
-    off, when the env is not preemptive or when no job waits."""
-    if conf.migrate_reserve_s is None or not core.cfg.preemptive or not core.slot_ok.any():
-        return None
-    P = core.n_place
-    return reserved_moves(
-        core, conf.migrate_reserve_s, mask[:, P : P + core.cfg.resident_slots] == 1
-    )
-
-
-def reserve_passes(
-    core: EnvCore, rm: ReservedMoves | None, actions: NDArray[np.int64]
-) -> NDArray[np.bool_]:
-    """The nodes that may pass this step because an agent's action in ``actions`` (N,) is a
-    reserved move they are a target of, shape (N,) (``agent.env.migrate_reserve_s``)."""
-    out = np.zeros(core.N, dtype=bool)
-    if rm is None:
-        return out
-    P, R = core.n_place, rm.slots.shape[1]
-    ev = np.flatnonzero((actions >= P) & (actions < P + R))
-    for i in ev.tolist():
-        out |= rm.targets[i, int(actions[i]) - P]
-    return out
 
 
 def binding_claims(
@@ -379,11 +340,6 @@ class Acting:
         else:
             if not (env.wait_below > 0 or env.gang_binding):
                 bind = None  # every single-node claim binds: pass once every claim is taken
-            priority = self._priority(core, mask, rates)
-            rm = reserve_moves(core, env, mask)
-            if rm is not None and rm.slots.any():  # agents with a reserved move decide first
-                boost = np.where(rm.slots.any(axis=1), 4.0, 0.0)
-                priority = boost if priority is None else np.asarray(priority + boost)
             actions, eff = ordered_actions(
                 lg,
                 mask,
@@ -393,9 +349,8 @@ class Acting:
                 graph=self.conf.conflict != "none",
                 extra=extra,
                 binding=bind,
-                priority=priority,
+                priority=self._priority(core, mask, rates),
                 gang_type=core.cluster.node_type if env.gang_binding else None,
-                reserve=None if rm is None else rm.targets,
             )
         if not (actions > 0).any() and core.any_legal and core.round_allocation().size == 0:
             # The joint no-op is not an action on an idle cluster (module docstring).

@@ -115,15 +115,6 @@ class AgentEnvConf:
             count: grow onto a node that empties, or move to fewer faster GPUs
             (``EnvSettings.migrate_elastic``). Checkpoints saved before this field existed load
             with false.
-        migrate_reserve_s: With ``migrate_speedup``, a *reserved move*: while jobs wait, an
-            eviction is legal only where the job could move to a free node (at least
-            ``migrate_speedup`` times as fast) and save at least this many seconds of run time,
-            restart included (:func:`hetsched.agents.teacher.reserved_moves`); agents with
-            such an eviction decide first, and once one evicts, the nodes the job could move to
-            that far faster may pass for the rest of the step (work conservation does not make
-            them claim a waiting job), so the job claims the fast node at the next step. The
-            teacher makes these moves before any claim. None: off (evictions while jobs wait
-            as the env allows them). Checkpoints saved before this field existed load with None.
         identity: Show identity features (the GPU-type one-hot of the own node, the model
             one-hot of resident and window jobs). False zeroes them, so the network sees jobs
             and nodes only through throughput-relative features (the identity-features
@@ -154,7 +145,6 @@ class AgentEnvConf:
     migrate_speedup: float | None = None
     migrate_gangs: bool = False
     migrate_elastic: bool = False
-    migrate_reserve_s: float | None = None
     gang_binding: bool = False
     share_guard: bool = False
     share_guard_all: bool = False
@@ -165,16 +155,6 @@ class AgentEnvConf:
             raise ValueError(
                 f"agent.env.decision_order={self.decision_order!r} is not one of "
                 f"{list(DECISION_ORDERS)}"
-            )
-        rs = self.migrate_reserve_s
-        if rs is not None and not (isinstance(rs, (int, float)) and rs >= 0):
-            raise ValueError(
-                f"agent.env.migrate_reserve_s={rs!r} must be a number of seconds >= 0 (or null)"
-            )
-        if rs is not None and self.migrate_speedup is None:
-            raise ValueError(
-                "agent.env.migrate_reserve_s needs agent.env.migrate_speedup (reserved moves are "
-                "migrations); set both or neither"
             )
 
 
@@ -512,7 +492,6 @@ class TeacherSchedulerConf:
     share_guard_all: bool = AgentEnvConf.share_guard_all
     retry_refused: bool = AgentEnvConf.retry_refused
     migrate_elastic: bool = AgentEnvConf.migrate_elastic
-    migrate_reserve_s: float | None = AgentEnvConf.migrate_reserve_s
 
 
 def register_agent_configs() -> None:

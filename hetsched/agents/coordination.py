@@ -85,7 +85,6 @@ def ordered_actions(
     binding: NDArray[np.bool_] | None = None,
     priority: NDArray[np.float64] | None = None,
     gang_type: NDArray[np.int64] | None = None,
-    reserve: NDArray[np.bool_] | None = None,
 ) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
     """Ordered decision: sample (or argmax) agent by agent, masking claimed jobs for neighbours.
 
@@ -109,10 +108,6 @@ def ordered_actions(
             once an agent claims a job as a gang, the later agents of its GPU type may not
             claim another job as a gang, so they fill that one instead of splitting between
             two that neither fill (None: no such masking).
-        reserve: Reserved moves, shape (N, R, N) with R the first ``extra`` actions (the
-            evictions): ``reserve[i, r, t]`` when agent ``i`` evicting its slot ``r`` is a
-            reserved move to node ``t`` (``agent.env.migrate_reserve_s``). Once an agent makes
-            one, its target nodes may pass when they decide (None: no reserved moves).
 
     Returns:
         ``(actions (N,), effective masks (N, A))``: the mask each agent decided under.
@@ -132,7 +127,6 @@ def ordered_actions(
     taken = np.zeros((N, window), dtype=bool)  # job k already claimed, as seen by agent i
     gang_open: dict[int, int] = {}  # GPU type -> the job slot claimed there as a gang
     slots = np.arange(P - 1) // L
-    reserved = np.zeros(N, dtype=bool)  # targets of a reserved move made before
     for i in order.tolist():  # one pass over the agents
         cut = np.repeat(taken[i], L)
         if gang_type is not None and int(gang_type[i]) in gang_open:
@@ -143,13 +137,9 @@ def ordered_actions(
                 eff[i, 0] |= not (eff[i, 1:P] & binding[i]).any()
             elif not eff[i].any():  # every claim taken: passing is legal again
                 eff[i, 0] = True
-        if reserved[i]:  # a job moves here at the next step: this node may wait for it
-            eff[i, 0] = True
         row = np.where(eff[i], logits[i], NEG)
         a = int(_pick(row[None, :], rng)[0])
         actions[i] = a
-        if reserve is not None and P <= a < P + reserve.shape[1]:
-            reserved |= reserve[i, a - P]
         if 0 < a < P:
             k = (a - 1) // L
             if single[i, a - 1]:

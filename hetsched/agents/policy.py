@@ -200,8 +200,6 @@ class TeacherPolicy(ActorPolicy):
             (``EnvSettings.retry_refused``).
         migrate_elastic: With ``migrate_speedup``, elastic jobs may migrate at another GPU
             count (``EnvSettings.migrate_elastic``).
-        migrate_reserve_s: Reserved moves before any claim (:class:`SJFTeacher`, step 0);
-            needs ``migrate_speedup``.
     """
 
     def __init__(
@@ -224,13 +222,7 @@ class TeacherPolicy(ActorPolicy):
         share_guard_all: bool = AgentEnvConf.share_guard_all,
         retry_refused: bool = AgentEnvConf.retry_refused,
         migrate_elastic: bool = AgentEnvConf.migrate_elastic,
-        migrate_reserve_s: float | None = AgentEnvConf.migrate_reserve_s,
     ) -> None:
-        if migrate_reserve_s is not None and migrate_speedup is None:
-            raise ValueError(
-                f"migrate_reserve_s={migrate_reserve_s!r} needs migrate_speedup (reserved moves "
-                "are migrations); set both, or migrate_reserve_s=None"
-            )
         if migrate_gain_s is not None and migrate_speedup is None:
             raise ValueError(
                 f"migrate_gain_s={migrate_gain_s!r} needs migrate_speedup (the env's rule for "
@@ -246,7 +238,6 @@ class TeacherPolicy(ActorPolicy):
             migrate_gain_s=migrate_gain_s,
             share_guard=share_guard,
             share_guard_all=share_guard_all,
-            migrate_reserve_s=migrate_reserve_s,
         )
         settings = EnvSettings(
             window=window,
@@ -286,7 +277,6 @@ class TeacherPolicy(ActorPolicy):
             share_guard_all=e.share_guard_all,
             retry_refused=e.retry_refused,
             migrate_elastic=e.migrate_elastic,
-            migrate_reserve_s=e.migrate_reserve_s,
         )
 
 

@@ -20,14 +20,7 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
-from hetsched.agents.acting import (
-    Acting,
-    agent_masks,
-    agent_observations,
-    graph_of,
-    reserve_moves,
-    reserve_passes,
-)
+from hetsched.agents.acting import Acting, agent_masks, agent_observations, graph_of
 from hetsched.agents.config import CurriculumItem, MAIFSAgentConf
 from hetsched.agents.driver import TeamEnv
 from hetsched.agents.network import MAIFSNet
@@ -134,8 +127,6 @@ def play(
         else:
             mask, _ = agent_masks(core, conf.env)
             label = teacher.act(core)
-            # the targets of the teacher's reserved moves may pass, as in the ordered decision
-            mask[reserve_passes(core, reserve_moves(core, conf.env, mask), label), 0] = 1
             # A teacher label the agent's action semantics forbid (it passes where the agent
             # must claim) teaches nothing: weight 0.
             weight = (mask[np.arange(core.N), label] != 0).astype(np.float32)

@@ -7,11 +7,6 @@ expressible by the actor and the cloned data is on the env's own action grid.
 
 Rule, at every decision step:
 
-0. Reserved moves (only with ``migrate_reserve_s``, the agent's ``env.migrate_reserve_s``, while
-   jobs wait): the running jobs that would save at least that many seconds by moving to a node
-   free now (:func:`reserved_moves`) are evicted before any claim, most saved first, each for
-   the free node where it saves most; that node claims nothing this step, and at the next step
-   the jobs moved this round are placed before any other (step 2), on the fastest free node.
 1. Every window job gets an estimated run time on its best legal node: remaining work divided by
    the isolated throughput of the node's GPU type at its GPU level times the sensitivity factor
    ``phi`` at the best legal CPU level (memory at the request; more memory never speeds a job up
@@ -62,7 +57,7 @@ Rule, at every decision step:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
@@ -191,46 +186,6 @@ def share_guard(core: EnvCore, every_gpu: bool = False) -> NDArray[np.bool_]:
     return np.asarray(ok | ~some[:, :, None, None, None], dtype=bool)  # some: (N, K)
 
 
-class ReservedMoves(NamedTuple):
-    """Reserved moves of a decision step (:func:`reserved_moves`).
-
-    Attributes:
-        slots: Resident slots whose eviction is a reserved move, shape (N, R).
-        targets: The nodes each could move to, shape (N, R, N).
-        saved: Run time each move saves (s, restart included), shape (N, R, N); -inf where
-            the node is no target.
-    """
-
-    slots: NDArray[np.bool_]
-    targets: NDArray[np.bool_]
-    saved: F64
-
-
-def reserved_moves(core: EnvCore, reserve_s: float, legal: NDArray[np.bool_]) -> ReservedMoves:
-    """The evictions among ``legal`` (N, R) that are reserved moves (``agent.env.migrate_reserve_s``):
-    the job could move to a node free now (its GPUs, cores and memory free, at least
-    ``migrate_speedup`` times as fast: :meth:`~hetsched.envs.core.EnvCore.move_targets`) and
-    would save at least ``reserve_s`` seconds of run time there: its remaining work (as the
-    information track shows it) at the rate where it runs less at the rate there, less the
-    model's restart delay."""
-    N, R = legal.shape
-    targets = np.zeros((N, R, N), dtype=bool)
-    saved_all = np.full((N, R, N), -np.inf)
-    if core.cfg.migrate_speedup is None or not legal.any():
-        return ReservedMoves(np.zeros((N, R), dtype=bool), targets, saved_all)
-    assert core.wl is not None
-    mv = core.move_targets(legal)
-    if mv.node.size:
-        rem = _seen_remaining(core)[mv.job]
-        saved = rem[:, None] / np.maximum(mv.here, EPS)[:, None]
-        saved = saved - rem[:, None] / np.maximum(mv.there, EPS)
-        saved -= core.tm.restart_delay_s[core.wl.model[mv.job]][:, None]
-        ok = mv.ok & (saved >= reserve_s)
-        targets[mv.node, mv.slot] = ok
-        saved_all[mv.node, mv.slot] = np.where(ok, saved, -np.inf)
-    return ReservedMoves(np.asarray(targets.any(axis=2), dtype=bool), targets, saved_all)
-
-
 class SJFTeacher:
     """Teacher actions for an :class:`EnvCore` (see the module docstring).
 
@@ -253,10 +208,6 @@ class SJFTeacher:
             ``env.share_guard``), so that its labels are actions of the agent.
         share_guard_all: The guard keeps the share of every free GPU (the agent's
             ``env.share_guard_all``).
-        migrate_reserve_s: Step 0 (the agent's ``env.migrate_reserve_s``): while jobs wait,
-            before any claim, make the reserved moves (:func:`reserved_moves`) that save most,
-            each to the free node where it saves most, which then claims nothing this step;
-            a job moved this round is placed first at the next step. None: off.
     """
 
     def __init__(
@@ -272,11 +223,7 @@ class SJFTeacher:
         migrate_gain_s: float | None = None,
         share_guard: bool = False,
         share_guard_all: bool = False,
-        migrate_reserve_s: float | None = None,
     ) -> None:
-        if migrate_reserve_s is not None and not migrate_reserve_s >= 0.0:
-            raise ValueError(f"migrate_reserve_s={migrate_reserve_s!r} must be >= 0 s (or None)")
-        self.migrate_reserve_s = None if migrate_reserve_s is None else float(migrate_reserve_s)
         self.share_guard = bool(share_guard)
         self.share_guard_all = bool(share_guard_all)
         for name, v in (("resize_gain_s", resize_gain_s), ("migrate_gain_s", migrate_gain_s)):
@@ -323,7 +270,6 @@ class SJFTeacher:
             t.migrate_gain_s,
             conf.env.share_guard,
             conf.env.share_guard_all,
-            conf.env.migrate_reserve_s,
         )
 
     def gpu_levels(self, core: EnvCore) -> slice:
@@ -388,56 +334,19 @@ class SJFTeacher:
         assert core.sim is not None and core.jt is not None and core.wl is not None
         N = core.N
         actions = np.zeros(N, dtype=np.int64)
-        reserved = np.zeros(N, dtype=bool)
-        if self.migrate_reserve_s is not None and core.slot_ok.any() and core.any_evictable:
-            reserved = self._reserve(core, actions, self.migrate_reserve_s)
         if core.any_legal:
-            self._place(core, actions, reserved)
+            self._place(core, actions)
         if self.evict_ratio is not None and core.cfg.preemptive and core.any_evictable:
             self._evict(core, actions, self.evict_ratio)
         if self.migrate_gain_s is not None and core.any_evictable:
-            self._migrate(core, actions, self.migrate_gain_s, reserved)
+            self._migrate(core, actions, self.migrate_gain_s)
         if self.resize_gain_s is not None and core.any_resizable:
             self._resize(core, actions, self.resize_gain_s)
         return actions
 
-    def _reserve(
-        self, core: EnvCore, actions: NDArray[np.int64], reserve_s: float
-    ) -> NDArray[np.bool_]:
-        """Step 0 (``migrate_reserve_s``): reserved moves written into ``actions`` (N,), most
-        saved first, one per job, evicting node and target node; the targets, shape (N,)."""
-        P, R = core.n_place, core.cfg.resident_slots
-        legal = core.ma.mask[:, P : P + R] == 1
-        rm = reserved_moves(core, reserve_s, legal)
-        reserved = np.zeros(core.N, dtype=bool)
-        if not rm.slots.any():
-            return reserved
-        ns, rs = np.nonzero(rm.slots)
-        top = rm.saved[ns, rs].max(axis=1)
-        ent = core.resident_entries()[ns, rs]
-        jobs = core.running().job[ent]
-        busy = np.zeros(core.N, dtype=bool)
-        gone: set[int] = set()  # a gang is a candidate on each of its nodes: move it once
-        for i in np.argsort(-top, kind="stable").tolist():
-            n, r, j = int(ns[i]), int(rs[i]), int(jobs[i])
-            best = np.where(busy | reserved, -np.inf, rm.saved[n, r])
-            t = int(np.argmax(best))
-            if busy[n] or j in gone or not np.isfinite(best[t]):
-                continue
-            actions[n] = P + r
-            busy[n] = reserved[t] = True
-            gone.add(j)
-        return reserved
-
-    def _migrate(
-        self,
-        core: EnvCore,
-        actions: NDArray[np.int64],
-        gain_s: float,
-        reserved: NDArray[np.bool_] | None = None,
-    ) -> None:
+    def _migrate(self, core: EnvCore, actions: NDArray[np.int64], gain_s: float) -> None:
         """Step 4's migrations (module docstring): evictions written into ``actions`` (N,) of
-        the agents that have no action, to nodes not ``reserved`` (N,) by step 0."""
+        the agents that have no action."""
         assert core.sim is not None and core.wl is not None
         if core.cfg.migrate_speedup is None:
             return
@@ -451,8 +360,6 @@ class SJFTeacher:
             return
         # targets: free this step, with no window job that could be placed there alone
         target = (actions == 0) & ~core.ma.single.reshape(core.N, -1).any(axis=1)
-        if reserved is not None:
-            target &= ~reserved
         rem = _seen_remaining(core)[mv.job]
         t_there = rem[:, None] / np.maximum(mv.there, EPS)
         saved = rem[:, None] / np.maximum(mv.here, EPS)[:, None] - t_there
@@ -496,15 +403,10 @@ class SJFTeacher:
         go = best > gain_s
         actions[go] = ro + slot[go]
 
-    def _place(
-        self,
-        core: EnvCore,
-        actions: NDArray[np.int64],
-        reserved: NDArray[np.bool_] | None = None,
-    ) -> None:
-        """Steps 1-3 of the module docstring: claims written into ``actions`` (N,) of the
-        nodes that have no action and are not ``reserved`` (N,) for a move."""
+    def _place(self, core: EnvCore, actions: NDArray[np.int64]) -> None:
+        """Steps 1-3 of the module docstring: claims written into ``actions`` (N,)."""
         assert core.sim is not None and core.jt is not None and core.wl is not None
+        N = core.N
         g1, c1, m1 = core.cfg.levels.one_index
         guard = share_guard(core, self.share_guard_all) if self.share_guard else None
         rate, lvl, lvl_g = self.rates(core, guard)
@@ -521,12 +423,8 @@ class SJFTeacher:
         long = est > self.long_s
         if self.order == "sjf":
             key = np.where(long, -est, est)  # long jobs first (makespan), then shortest first
-            if self.migrate_reserve_s is not None:  # then a job moved this round goes first
-                key = np.where(core.evicted_this_round[w], -np.inf, key)
             slots = slots[np.lexsort((est[slots], key[slots]))]
-        taken = actions != 0
-        if reserved is not None:
-            taken = taken | reserved
+        taken = np.zeros(N, dtype=bool)
         legal = core.ma.legal
         levels = self.gpu_levels(core)
         for k in slots.tolist():  # at most K jobs per step

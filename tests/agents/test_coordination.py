@@ -250,21 +250,3 @@ def test_work_conserving_masks_pass_only_while_a_claim_is_left() -> None:
     loser = 1 if acts[0] > 0 else 0
     assert acts[loser] == 0 and eff[loser, 0] and not eff[loser, 1:].any()
     assert all(eff[i, a] for i, a in enumerate(acts))
-
-
-def test_a_reserved_move_lets_its_target_pass_once_made() -> None:
-    R = 1
-    m = np.hstack([_mask([[], [0]]), np.array([[1], [0]], dtype=np.int8)])
-    m[1, 0] = 0  # agent 1 must claim (work-conserving) ...
-    reserve = np.zeros((2, R, 2), dtype=bool)
-    reserve[0, 0, 1] = True  # ... unless agent 0 moves its job to agent 1's node
-    single = np.ones((2, A - 1), dtype=bool)
-    logits = np.zeros((2, A + R))
-    logits[1, 0] = 9.0  # agent 1 would rather pass
-    for evict, want in ((5.0, [A, 0]), (-5.0, [0, 1])):
-        logits[0, A] = evict
-        acts, eff = ordered_actions(
-            logits, m, single, K, None, extra=R, reserve=reserve, priority=np.array([1.0, 0.0])
-        )
-        assert acts.tolist() == want
-        assert bool(eff[1, 0]) == (want[0] == A)  # the pass is legal only after the move

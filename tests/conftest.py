@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -125,3 +128,16 @@ def cluster_factory() -> Callable[..., Cluster]:
 @pytest.fixture
 def workload_factory() -> Callable[..., Workload]:
     return make_workload
+
+
+def script_table(script: str, args: list[str]) -> list[dict[str, str]]:
+    """Run ``scripts/<script>`` with ``args`` (asserting it exits 0) and return the rows of the
+    Markdown table it prints, each as ``{column: stripped cell}``."""
+    path = Path(__file__).resolve().parents[1] / "scripts" / script
+    proc = subprocess.run(
+        [sys.executable, str(path), *args], capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("|")]
+    split = [[c.strip() for c in ln.strip("|").split("|")] for ln in lines]
+    return [dict(zip(split[0], row, strict=True)) for row in split[2:]]

@@ -274,7 +274,7 @@ class PolicyAdapter:
                 out = core._gang(k, np.sort(c.nodes), lg, lc, lm)
                 if out is None:
                     return None
-                use, g = out
+                use, g, _ = out
                 o1, o2 = np.argsort(use), np.argsort(c.nodes)
                 if not (np.array_equal(use[o1], c.nodes[o2]) and np.array_equal(g[o1], c.gpus[o2])):
                     return None

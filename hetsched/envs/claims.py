@@ -7,7 +7,6 @@ are documented in :mod:`hetsched.envs.core`.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -63,11 +62,13 @@ class ClaimResolver(CoreState):
         lg: int,
         lc: int,
         lm: int,
-    ) -> tuple[NDArray[np.int64], NDArray[np.int64]] | None:
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64], float] | None:
         """Fill a gang for slot ``k`` from ``members`` (one GPU type) at the given levels.
 
         Returns:
-            ``(nodes, gpus)`` of the gang, or None if it cannot be filled.
+            ``(nodes, gpus, rate)`` of the gang, ``rate`` the job's isolated throughput there
+            (work units/s, packed or spread as :func:`is_spread` rates it), or None if it
+            cannot be filled or would not run.
         """
         assert self.jt is not None and self.wl is not None
         j = int(self.window[k])
@@ -89,19 +90,10 @@ class ClaimResolver(CoreState):
         use, g = out
         spread = is_spread(self.cluster, use, G)
         t = int(self.cluster.node_type[use[0]])
-        if not bool(self.jt.tput_ok[j, t, lg, int(spread)]):
+        rate = float(self.jt.tput[j, t, lg, int(spread)])
+        if not rate > 0:
             return None
-        return use, g
-
-    def _gang_rate(self, k: int, nodes: NDArray[np.int64], lg: int) -> float:
-        """Isolated throughput (work units/s) of slot ``k``'s job as a gang on ``nodes`` (one
-        GPU type) at GPU level ``lg``: packed or spread as :func:`is_spread` rates it."""
-        assert self.jt is not None
-        j = int(self.window[k])
-        G = int(self.jt.gpu_count[j, lg])
-        spread = is_spread(self.cluster, nodes, G)
-        t = int(self.cluster.node_type[nodes[0]])
-        return float(self.jt.tput[j, t, lg, int(spread)])
+        return use, g, rate
 
     def decision_step_of(self, actions: NDArray[np.int64]) -> tuple[ClaimResult, StepStats]:
         """One decision step of per-node actions, as every multi-agent env takes it.
@@ -301,22 +293,20 @@ class ClaimResolver(CoreState):
                 sel = ks == k
                 ag, lg, lc, lm = agents[sel], lgs[sel], lcs[sel], lms[sel]
                 # the fastest gang wins, then the fewest nodes, then the lowest lead index
-                best: tuple[tuple[float, int, int], Any] | None = None
-                types = nt[ag]
-                for t in np.unique(types).tolist():
-                    idx = np.flatnonzero(types == t)
+                best: tuple[float, int, int] | None = None  # key of the best gang so far
+                for t in np.unique(nt[ag]).tolist():
+                    idx = np.flatnonzero(nt[ag] == t)
                     lead = int(idx[0])  # agents are sorted: the first is the lowest index
                     out = self._gang(k, ag[idx], int(lg[lead]), int(lc[lead]), int(lm[lead]))
                     if out is None:
                         continue
-                    rate = self._gang_rate(k, out[0], int(lg[lead]))
-                    key = (-rate, int(out[0].size), int(ag[lead]))
-                    if best is None or key < best[0]:
-                        best = (key, (out[0], out[1], int(lc[lead]), int(lm[lead])))
+                    key = (-out[2], int(out[0].size), int(ag[lead]))
+                    if best is None or key < best:
+                        best = key
+                        nodes_g, gg, c_l, m_l = out[0], out[1], int(lc[lead]), int(lm[lead])
                 if best is None:
                     res.gang_failed[ag] = True
                     continue
-                nodes_g, gg, c_l, m_l = best[1]
                 self._commit(
                     int(self.window[k]),
                     nodes_g,
@@ -355,7 +345,7 @@ class ClaimResolver(CoreState):
             out = self._gang(k, members, lg, lc, lm) if members.size else None
             if out is None:
                 return False
-            use, g = out
+            use, g, _ = out
             self._commit(
                 j, use, g, g * self.ma.cpu_per_gpu[use, k, lc], g * self.ma.mem_per_gpu[use, k, lm]
             )

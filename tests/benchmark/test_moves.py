@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
+from conftest import script_table
 
 from hetsched.benchmark.moves import MoveProbe
 from hetsched.envs.presets import resolve_cluster
@@ -17,7 +15,6 @@ from hetsched.sim.allocation import Allocation
 from hetsched.sim.throughput import default_throughput
 from hetsched.sim.workload import Workload
 
-ROOT = Path(__file__).resolve().parents[2]
 TM = default_throughput()
 #: node 0: 4 K80s; node 1: 4 A100s; node 2: 4 A100s.
 CLUSTER = resolve_cluster({
@@ -77,16 +74,8 @@ def test_moves_are_counted_and_rated() -> None:
 
 
 def test_job_moves_script_counts_moves_per_scheduler() -> None:
-    script = ROOT / "scripts" / "job_moves.py"
     args = ["--scenario", "itp_c05_pai_busy", "--seed", "0", "--scheduler", "fifo", "sia"]
-    proc = subprocess.run(
-        [sys.executable, str(script), *args], capture_output=True, text=True, timeout=600
-    )
-    assert proc.returncode == 0, proc.stderr
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("|")]
-    header = [c.strip() for c in lines[0].strip("|").split("|")]
-    body = [dict(zip(header, (c.strip() for c in ln.strip("|").split("|")), strict=True))
-            for ln in lines[2:]]  # fmt: skip
+    body = script_table("job_moves.py", args)
     rows = {(r["scenario"], r["scheduler"]): r for r in body}
     assert set(rows) == {(s, p) for s in ("itp_c05_pai_busy", "all") for p in ("fifo", "sia")}
     assert rows[("all", "fifo")]["moves"] == "0"  # FIFO never preempts

@@ -34,13 +34,7 @@ from hetsched.agents.coordination import (
     ordered_actions,
 )
 from hetsched.agents.network import MAIFSNet, NetDims
-from hetsched.agents.teacher import (
-    SJFTeacher,
-    best_alone_tput,
-    move_savings,
-    share_guard,
-    window_tput,
-)
+from hetsched.agents.teacher import SJFTeacher, best_alone_tput, share_guard, window_tput
 from hetsched.envs.core import EnvCore
 from hetsched.envs.features import ObsLayout
 from hetsched.envs.rewards import REWARD_TERMS
@@ -69,7 +63,6 @@ def env_settings(conf: AgentEnvConf) -> EnvSettings:
         migrate_gangs=conf.migrate_gangs,
         retry_refused=conf.retry_refused,
         migrate_elastic=conf.migrate_elastic,
-        migrate_direct=conf.move_gain_s is not None,
     )
 
 
@@ -155,9 +148,6 @@ def masks_and_binding(
     if conf.work_conserving:
         bind = binding_claims(core, conf, single, rates)
         mask[((mask[:, 1:P] == 1) & bind).any(axis=1), 0] = 0
-    if conf.move_gain_s is not None and core.cfg.preemptive and core.slot_ok.any():
-        ev = mask[:, P : P + core.cfg.resident_slots]  # while jobs wait: moves that pay only
-        ev &= (move_savings(core, ev == 1).saved > conf.move_gain_s).astype(np.int8)
     return mask, single, bind
 
 

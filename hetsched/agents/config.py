@@ -115,13 +115,6 @@ class AgentEnvConf:
             count: grow onto a node that empties, or move to fewer faster GPUs
             (``EnvSettings.migrate_elastic``). Checkpoints saved before this field existed load
             with false.
-        move_gain_s: With ``migrate_speedup``, *direct moves* (``EnvSettings.migrate_direct``:
-            an eviction of a job that could run faster on a free node moves it there in one
-            action, before the step's claims), and while jobs wait an eviction is legal only
-            as a move that saves more than this many seconds of run time, restart included
-            (:func:`hetsched.agents.teacher.move_savings`); the teacher makes those moves
-            before any claim. Not with ``migrate_elastic``. None: off. Checkpoints saved
-            before this field existed load with None.
         identity: Show identity features (the GPU-type one-hot of the own node, the model
             one-hot of resident and window jobs). False zeroes them, so the network sees jobs
             and nodes only through throughput-relative features (the identity-features
@@ -152,7 +145,6 @@ class AgentEnvConf:
     migrate_speedup: float | None = None
     migrate_gangs: bool = False
     migrate_elastic: bool = False
-    move_gain_s: float | None = None
     gang_binding: bool = False
     share_guard: bool = False
     share_guard_all: bool = False
@@ -163,16 +155,6 @@ class AgentEnvConf:
             raise ValueError(
                 f"agent.env.decision_order={self.decision_order!r} is not one of "
                 f"{list(DECISION_ORDERS)}"
-            )
-        mg = self.move_gain_s
-        if mg is not None and (
-            isinstance(mg, bool) or not isinstance(mg, int | float) or not mg >= 0
-        ):
-            raise ValueError(f"agent.env.move_gain_s={mg!r} must be seconds >= 0 (or null)")
-        if mg is not None and (self.migrate_speedup is None or self.migrate_elastic):
-            raise ValueError(
-                "agent.env.move_gain_s needs agent.env.migrate_speedup and no "
-                "agent.env.migrate_elastic (a move keeps the GPUs the job holds)"
             )
 
 
@@ -510,7 +492,6 @@ class TeacherSchedulerConf:
     share_guard_all: bool = AgentEnvConf.share_guard_all
     retry_refused: bool = AgentEnvConf.retry_refused
     migrate_elastic: bool = AgentEnvConf.migrate_elastic
-    move_gain_s: float | None = AgentEnvConf.move_gain_s
 
 
 def register_agent_configs() -> None:

@@ -200,9 +200,6 @@ class TeacherPolicy(ActorPolicy):
             (``EnvSettings.retry_refused``).
         migrate_elastic: With ``migrate_speedup``, elastic jobs may migrate at another GPU
             count (``EnvSettings.migrate_elastic``).
-        move_gain_s: Direct moves (``EnvSettings.migrate_direct``), made before any claim
-            while jobs wait when they save more than this many seconds (:class:`SJFTeacher`,
-            step 0); needs ``migrate_speedup``.
     """
 
     def __init__(
@@ -225,13 +222,7 @@ class TeacherPolicy(ActorPolicy):
         share_guard_all: bool = AgentEnvConf.share_guard_all,
         retry_refused: bool = AgentEnvConf.retry_refused,
         migrate_elastic: bool = AgentEnvConf.migrate_elastic,
-        move_gain_s: float | None = AgentEnvConf.move_gain_s,
     ) -> None:
-        if move_gain_s is not None and migrate_speedup is None:
-            raise ValueError(
-                f"move_gain_s={move_gain_s!r} needs migrate_speedup (moves are migrations); "
-                "set both, or move_gain_s=None"
-            )
         if migrate_gain_s is not None and migrate_speedup is None:
             raise ValueError(
                 f"migrate_gain_s={migrate_gain_s!r} needs migrate_speedup (the env's rule for "
@@ -247,7 +238,6 @@ class TeacherPolicy(ActorPolicy):
             migrate_gain_s=migrate_gain_s,
             share_guard=share_guard,
             share_guard_all=share_guard_all,
-            move_gain_s=move_gain_s,
         )
         settings = EnvSettings(
             window=window,
@@ -261,7 +251,6 @@ class TeacherPolicy(ActorPolicy):
             migrate_gangs=migrate_gangs,
             retry_refused=retry_refused,
             migrate_elastic=migrate_elastic,
-            migrate_direct=move_gain_s is not None,
         )
         super().__init__(settings, t.act, "maifs_teacher", max_idle_rounds)
 
@@ -288,7 +277,6 @@ class TeacherPolicy(ActorPolicy):
             share_guard_all=e.share_guard_all,
             retry_refused=e.retry_refused,
             migrate_elastic=e.migrate_elastic,
-            move_gain_s=e.move_gain_s,
         )
 
 

@@ -7,11 +7,6 @@ expressible by the actor and the cloned data is on the env's own action grid.
 
 Rule, at every decision step:
 
-0. Moves (only with ``move_gain_s``, the agent's ``env.move_gain_s``, in an env with
-   ``EnvSettings.migrate_direct``, while jobs wait): the running jobs whose move
-   (:func:`move_savings`: to the node the env would move them to) saves more than that many
-   seconds move first, most saved first, one per target node; those targets claim nothing
-   this step (the env gives the move their resources before any claim).
 1. Every window job gets an estimated run time on its best legal node: remaining work divided by
    the isolated throughput of the node's GPU type at its GPU level times the sensitivity factor
    ``phi`` at the best legal CPU level (memory at the request; more memory never speeds a job up
@@ -62,7 +57,7 @@ Rule, at every decision step:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
@@ -103,47 +98,6 @@ def best_alone_tput(core: EnvCore, w: NDArray[np.int64]) -> NDArray[np.float64]:
     wl = core.wl
     tput = single_node_tput(core.tm, core.cluster, wl.model[w], wl.req_gpus[w], wl.allowed_types[w])
     return np.asarray(tput.max(axis=1), dtype=np.float64)
-
-
-class Moves(NamedTuple):
-    """Where the env would move the jobs of resident slots, and what it saves
-    (:func:`move_savings`); each shape (N, R).
-
-    Attributes:
-        target: The node the env would move the slot's job to (-1: none).
-        saved: Run time the move saves (s, restart delay deducted; -inf: no move).
-    """
-
-    target: NDArray[np.int64]
-    saved: F64
-
-
-def move_savings(core: EnvCore, legal: NDArray[np.bool_]) -> Moves:
-    """The moves of the resident slots ``legal`` (N, R) under ``EnvSettings.migrate_direct``:
-    the target the env picks (:meth:`~hetsched.envs.core.EnvCore.move_targets`, fastest, then
-    fewest free GPUs, then lowest index) and the run time saved there: the job's remaining
-    work (as the information track shows it) at its rate where it runs less at its rate on
-    the target, less the model's restart delay."""
-    N, R = legal.shape
-    target = np.full((N, R), -1, dtype=np.int64)
-    saved = np.full((N, R), -np.inf)
-    if core.cfg.migrate_speedup is None or not legal.any():
-        return Moves(target, saved)
-    assert core.wl is not None
-    mv = core.move_targets(legal)
-    if mv.node.size == 0:
-        return Moves(target, saved)
-    fast = np.where(mv.ok, mv.there, -np.inf)  # (S, N)
-    top = fast == fast.max(axis=1, keepdims=True)
-    t = np.argmin(np.where(top & mv.ok, core.free_g[None, :], np.iinfo(np.int64).max), axis=1)
-    has = mv.ok.any(axis=1)
-    rem = _seen_remaining(core)[mv.job]
-    there = mv.there[np.arange(t.size), t]
-    gain = rem / np.maximum(mv.here, EPS) - rem / np.maximum(there, EPS)
-    gain -= core.tm.restart_delay_s[core.wl.model[mv.job]]
-    target[mv.node[has], mv.slot[has]] = t[has]
-    saved[mv.node[has], mv.slot[has]] = gain[has]
-    return Moves(target, saved)
 
 
 def preemption_room(
@@ -254,9 +208,6 @@ class SJFTeacher:
             ``env.share_guard``), so that its labels are actions of the agent.
         share_guard_all: The guard keeps the share of every free GPU (the agent's
             ``env.share_guard_all``).
-        move_gain_s: Step 0 (the agent's ``env.move_gain_s``): while jobs wait, move the
-            running jobs whose move saves more than this many seconds before any claim.
-            None: off.
     """
 
     def __init__(
@@ -272,11 +223,7 @@ class SJFTeacher:
         migrate_gain_s: float | None = None,
         share_guard: bool = False,
         share_guard_all: bool = False,
-        move_gain_s: float | None = None,
     ) -> None:
-        if move_gain_s is not None and not move_gain_s >= 0.0:
-            raise ValueError(f"move_gain_s={move_gain_s!r} must be >= 0 seconds (or None)")
-        self.move_gain_s = None if move_gain_s is None else float(move_gain_s)
         self.share_guard = bool(share_guard)
         self.share_guard_all = bool(share_guard_all)
         for name, v in (("resize_gain_s", resize_gain_s), ("migrate_gain_s", migrate_gain_s)):
@@ -323,7 +270,6 @@ class SJFTeacher:
             t.migrate_gain_s,
             conf.env.share_guard,
             conf.env.share_guard_all,
-            conf.env.move_gain_s,
         )
 
     def gpu_levels(self, core: EnvCore) -> slice:
@@ -388,54 +334,24 @@ class SJFTeacher:
         assert core.sim is not None and core.jt is not None and core.wl is not None
         N = core.N
         actions = np.zeros(N, dtype=np.int64)
-        taken = np.zeros(N, dtype=bool)
-        if self.move_gain_s is not None and core.slot_ok.any() and core.any_evictable:
-            taken = self._move(core, actions, self.move_gain_s)
         if core.any_legal:
-            self._place(core, actions, taken)
+            self._place(core, actions)
         if self.evict_ratio is not None and core.cfg.preemptive and core.any_evictable:
             self._evict(core, actions, self.evict_ratio)
         if self.migrate_gain_s is not None and core.any_evictable:
-            self._migrate(core, actions, self.migrate_gain_s, taken)
+            self._migrate(core, actions, self.migrate_gain_s)
         if self.resize_gain_s is not None and core.any_resizable:
             self._resize(core, actions, self.resize_gain_s)
         return actions
 
-    def _move(self, core: EnvCore, actions: NDArray[np.int64], gain_s: float) -> NDArray[np.bool_]:
-        """Step 0 (module docstring): moves written into ``actions`` (N,); returns the nodes
-        that act or receive a job, shape (N,)."""
-        P, R = core.n_place, core.cfg.resident_slots
-        legal = core.ma.mask[:, P : P + R] == 1
-        mv = move_savings(core, legal)
-        taken = np.zeros(core.N, dtype=bool)
-        ent = core.resident_entries()
-        cand = np.argwhere(mv.saved > gain_s)  # (C, 2) node, slot
-        gone: set[int] = set()  # a gang is a candidate on each of its nodes: move it once
-        for n, r in cand[np.argsort(-mv.saved[cand[:, 0], cand[:, 1]], kind="stable")].tolist():
-            t, j = int(mv.target[n, r]), int(core.running().job[ent[n, r]])
-            if taken[n] or taken[t] or j in gone:
-                continue
-            actions[n] = P + r
-            taken[core.running().node[core.running().job == j]] = True  # all its nodes
-            taken[t] = True
-            gone.add(j)
-        return taken
-
-    def _migrate(
-        self,
-        core: EnvCore,
-        actions: NDArray[np.int64],
-        gain_s: float,
-        busy: NDArray[np.bool_] | None = None,
-    ) -> None:
+    def _migrate(self, core: EnvCore, actions: NDArray[np.int64], gain_s: float) -> None:
         """Step 4's migrations (module docstring): evictions written into ``actions`` (N,) of
-        the agents that have no action and are not ``busy`` (N,) with a move of step 0."""
+        the agents that have no action."""
         assert core.sim is not None and core.wl is not None
         if core.cfg.migrate_speedup is None:
             return
         legal = core.ma.mask[:, core.n_place : core.n_place + core.cfg.resident_slots] == 1
-        idle = (actions == 0) if busy is None else (actions == 0) & ~busy
-        legal &= idle[:, None]  # (N, R)
+        legal &= (actions == 0)[:, None]  # (N, R)
         if not legal.any():
             return
         wl, tm = core.wl, core.tm
@@ -443,7 +359,7 @@ class SJFTeacher:
         if mv.node.size == 0:
             return
         # targets: free this step, with no window job that could be placed there alone
-        target = idle & ~core.ma.single.reshape(core.N, -1).any(axis=1)
+        target = (actions == 0) & ~core.ma.single.reshape(core.N, -1).any(axis=1)
         rem = _seen_remaining(core)[mv.job]
         t_there = rem[:, None] / np.maximum(mv.there, EPS)
         saved = rem[:, None] / np.maximum(mv.here, EPS)[:, None] - t_there
@@ -487,11 +403,8 @@ class SJFTeacher:
         go = best > gain_s
         actions[go] = ro + slot[go]
 
-    def _place(
-        self, core: EnvCore, actions: NDArray[np.int64], busy: NDArray[np.bool_] | None = None
-    ) -> None:
-        """Steps 1-3 of the module docstring: claims written into ``actions`` (N,) of the nodes
-        not ``busy`` (N,) with a move."""
+    def _place(self, core: EnvCore, actions: NDArray[np.int64]) -> None:
+        """Steps 1-3 of the module docstring: claims written into ``actions`` (N,)."""
         assert core.sim is not None and core.jt is not None and core.wl is not None
         N = core.N
         g1, c1, m1 = core.cfg.levels.one_index
@@ -511,7 +424,7 @@ class SJFTeacher:
         if self.order == "sjf":
             key = np.where(long, -est, est)  # long jobs first (makespan), then shortest first
             slots = slots[np.lexsort((est[slots], key[slots]))]
-        taken = np.zeros(N, dtype=bool) if busy is None else busy.copy()
+        taken = np.zeros(N, dtype=bool)
         legal = core.ma.legal
         levels = self.gpu_levels(core)
         for k in slots.tolist():  # at most K jobs per step

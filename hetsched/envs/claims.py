@@ -143,20 +143,10 @@ class ClaimResolver(CoreState):
             raise ValueError(
                 f"actions has shape {a.shape}; resolve_claims needs one per node, ({N},)"
             )
-        moved = None
-        if self.cfg.migrate_direct and self.cfg.preemptive:
-            a, evicted, targets, n_moved = self._moves_first(a)
-            moved = (evicted, targets, n_moved) if n_moved else None
         if self._claims_kernel is not None:  # the same outcome, compiled
             res, placed = self._resolve_compiled(a)
         else:
             res, placed = self._resolve_numpy(a)
-        if moved is not None:
-            if not (placed or res.evicted_jobs or res.resized_jobs):
-                self.refresh()  # the resolver refreshed only if it changed something
-            res.evicted |= moved[0]
-            res.conflict |= moved[1] & (a != np.asarray(actions)) & ~moved[0]
-            res.evicted_jobs += moved[2]
         if (
             self.cfg.retry_refused
             and not (placed or res.evicted_jobs or res.resized_jobs)
@@ -164,33 +154,6 @@ class ClaimResolver(CoreState):
         ):
             self._refuse(a, res.gang_failed)
         return res, placed
-
-    def _moves_first(
-        self, a: NDArray[np.int64]
-    ) -> tuple[NDArray[np.int64], NDArray[np.bool_], NDArray[np.bool_], int]:
-        """``EnvSettings.migrate_direct``: make the step's moves (:meth:`_move`), then its other
-        evictions, before its claims (evictions first change no claim's outcome: the agents
-        that evict claim nothing, and the window the claims name is the one they saw).
-
-        Returns:
-            ``(rest, evicted, targets, jobs)``: the actions left to resolve (the evicting agents
-            and the nodes jobs moved to pass; ``a`` is not changed), the agents whose action
-            moved or evicted a job and the nodes jobs moved to, each shape (N,), and the
-            number of jobs moved or evicted.
-        """
-        P, R = self.n_place, self.cfg.resident_slots
-        ok = (a >= P) & (a < P + R)
-        ok[ok] &= self.ma.mask[self._arange_n[ok], a[ok]] == 1
-        if not ok.any():
-            z = np.zeros(self.N, dtype=bool)
-            return a, z, z, 0
-        agents = ok.nonzero()[0]
-        named = self._cur.job[self._evictable()[agents, a[agents] - P]]  # before any move
-        movers, targets, n = self._move(agents, a[agents] - P)
-        left = np.unique(named[~self._placed[named]])  # could not move: plain evictions
-        if left.size:
-            n += self._evict_jobs(left)
-        return np.where(ok | targets, 0, a), ok, targets, n
 
     def _refuse(self, a: NDArray[np.int64], refused: NDArray[np.bool_]) -> None:
         """``EnvSettings.retry_refused``: mask the gang claims (legal, but not hosted by the node

@@ -155,7 +155,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
     changes keep the spaces, dynamics and rewards: speed-ups; a stall is also detected with
     ``skip_idle=False``; additions that change nothing by default (the progress shaping term
     ``reward_weights={"progress": w}`` with info key ``reward_progress``; the window orders
-    ``"sjf"`` and ``"typed"``; ``window_backfill``; ``migrate_gangs``; ``retry_refused``; ``migrate_elastic``; ``migrate_direct``); the
+    ``"sjf"`` and ``"typed"``; ``window_backfill``; ``migrate_gangs``; ``retry_refused``; ``migrate_elastic``); the
     info key ``evicted_jobs`` (always 0 here) with ``hetsched/ClusterPreempt-v0`` (2026-11-26, this env
     with ``preemptive=True``, first version ``-v0``); the stall detector ``stall_steps`` (it
     truncates only episodes without progress for that many steps) with the info keys
@@ -201,8 +201,6 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
             ``EnvSettings.migrate_gangs``).
         migrate_elastic: With ``migrate_speedup``, elastic jobs may move at another GPU count
             (see ``EnvSettings.migrate_elastic``).
-        migrate_direct: With ``migrate_speedup``, an eviction of a job that could move is a
-            move, before the step's claims (see ``EnvSettings.migrate_direct``).
         retry_refused: A step whose claims were all refused gang claims keeps the round going
             with those gang claims masked (see ``EnvSettings.retry_refused``).
         stall_steps: Decision steps without progress after which the episode is truncated
@@ -248,7 +246,6 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         migrate_gangs: bool = False,
         retry_refused: bool = False,
         migrate_elastic: bool = False,
-        migrate_direct: bool = False,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
@@ -278,7 +275,6 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
             migrate_gangs=migrate_gangs,
             retry_refused=retry_refused,
             migrate_elastic=migrate_elastic,
-            migrate_direct=migrate_direct,
         )
         self.max_cycles = self.settings.max_cycles
         tm = resolve_throughput(throughput)

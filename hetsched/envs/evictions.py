@@ -249,59 +249,11 @@ class EvictionRules(CoreState):
 
     def _evict(self, agents: NDArray[np.int64], slots: NDArray[np.int64]) -> int:
         """Evict the jobs in ``slots`` of ``agents`` (legal, distinct agents); jobs evicted."""
-        return self._evict_jobs(np.unique(self._cur.job[self._evictable()[agents, slots]]))
-
-    def _evict_jobs(self, jobs: NDArray[np.int64]) -> int:
-        """Evict the running ``jobs`` (distinct); returns their number."""
+        entries = self._evictable()[agents, slots]
+        jobs = np.unique(self._cur.job[entries])
         self._evicted_n[jobs] += 1
         self.evicted_this_round[jobs] = True
         self.release_entries(np.isin(self._cur.job, jobs))
         pend = np.concatenate([self.pending, jobs])
         self.pending = self._in_window_order(np.sort(pend))
         return int(jobs.size)
-
-    def _move(
-        self, agents: NDArray[np.int64], slots: NDArray[np.int64]
-    ) -> tuple[NDArray[np.bool_], NDArray[np.bool_], int]:
-        """``EnvSettings.migrate_direct``: the evictions of ``slots`` (B,) by ``agents`` (B,)
-        (legal, distinct agents) whose job could move are moves (:class:`EnvSettings`).
-
-        Moves go in agent order against the resources still free; a job named by several of
-        its gang's agents moves once. An eviction whose job has no target when its turn comes
-        is left to :meth:`_evict`.
-
-        Returns:
-            ``(movers, targets, moved)``: the agents whose action moved a job (N,), the nodes
-            jobs moved to (N,) and the number of jobs moved.
-        """
-        assert self.wl is not None
-        N = self.N
-        movers, targets = np.zeros(N, dtype=bool), np.zeros(N, dtype=bool)
-        sel = np.zeros((N, self.cfg.resident_slots), dtype=bool)
-        sel[agents, slots] = True
-        mv = self.move_targets(sel)
-        if mv.node.size == 0:
-            return movers, targets, 0
-        a = self._cur
-        held = np.stack(
-            [np.bincount(a.job, weights=w, minlength=self.J) for w in (a.gpus, a.cpus, a.mem)]
-        )  # (3, J) what each job holds on all its nodes
-        jobs, moved = mv.job.tolist(), 0
-        for i in np.argsort(mv.node, kind="stable").tolist():
-            j = jobs[i]
-            g, c, m = int(round(held[0, j])), float(held[1, j]), float(held[2, j])
-            ok = mv.ok[i] & (self.free_g >= g) & (self.free_c >= c - 1e-9)
-            ok &= self.free_m >= m - 1e-9
-            if self._placed[j] or not ok.any():
-                continue  # moved already (a gang named twice), or its targets went
-            cand = np.flatnonzero(ok)
-            best = cand[np.lexsort((cand, self.free_g[cand], -mv.there[i, cand]))[0]]
-            self.release_entries(self._cur.job == j)
-            self._add_entries(
-                np.array([j], dtype=np.int64), np.array([best], dtype=np.int64),
-                np.array([g], dtype=np.int64), np.array([c]), np.array([m]),
-            )  # fmt: skip
-            self._evicted_n[j] += 1
-            movers[mv.node[i]] = targets[best] = True
-            moved += 1
-        return movers, targets, moved

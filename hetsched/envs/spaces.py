@@ -167,14 +167,6 @@ class EnvSettings:
             per GPU it holds now) runs it that many times as fast as it runs now. This is how
             a job started small grows onto a node that empties, and how one started on slow
             GPUs moves to fewer fast ones. False: a job moves only at the GPU count it holds.
-        migrate_direct: With ``migrate_speedup``, an eviction of a job that could move (the
-            rule above, whether or not jobs wait) is a *move*, one action of the job's node:
-            before the step's claims are resolved the job leaves its nodes and runs on the
-            node where it runs fastest (ties to the fewest free GPUs, then the lowest index)
-            with the GPUs, cores and memory it held, paying its restart delay; that node's
-            claim of the step is lost (a conflict). Evictions of jobs that cannot move stay
-            evictions. Not with ``migrate_elastic``. False: a migration is an eviction
-            followed by a claim.
         resizable: Resize actions: each agent also has one action per resident slot, after
             the placement and eviction actions, that doubles the GPUs of the slot's elastic
             job on the agent's node when no waiting job could use them
@@ -211,7 +203,6 @@ class EnvSettings:
     migrate_speedup: float | None = None
     migrate_gangs: bool = False
     migrate_elastic: bool = False
-    migrate_direct: bool = False
     stall_steps: int | None = 1000
     resizable: bool = False
     retry_refused: bool = False
@@ -232,7 +223,6 @@ class EnvSettings:
             "preemptive",
             "migrate_gangs",
             "migrate_elastic",
-            "migrate_direct",
             "retry_refused",
             "resizable",
         ):
@@ -253,21 +243,12 @@ class EnvSettings:
                     "preemptive=True or migrate_speedup=None"
                 )
             object.__setattr__(self, "migrate_speedup", float(ms))
-        for name, what in (
-            ("migrate_gangs", "a gang's"),
-            ("migrate_elastic", "an elastic job's"),
-            ("migrate_direct", "a moved job's"),
-        ):
+        for name, what in (("migrate_gangs", "a gang's"), ("migrate_elastic", "an elastic job's")):
             if getattr(self, name) and ms is None:
                 raise ValueError(
                     f"{name} needs migrate_speedup (how many times faster {what} new node "
                     f"must run it); set migrate_speedup or {name}=False"
                 )
-        if self.migrate_direct and self.migrate_elastic:
-            raise ValueError(
-                "migrate_direct does not take migrate_elastic (a move keeps the GPUs the job "
-                "holds); set one of them to False"
-            )
         for name, lo in (("window", 1), ("resident_slots", 1), ("max_decisions_per_round", 1)):
             v = getattr(self, name)
             if isinstance(v, bool) or int(v) != v or int(v) < lo:

@@ -492,6 +492,8 @@ class TeacherSchedulerConf:
     share_guard_all: bool = AgentEnvConf.share_guard_all
     retry_refused: bool = AgentEnvConf.retry_refused
     migrate_elastic: bool = AgentEnvConf.migrate_elastic
+    evict_ratio: float | None = TeacherConf.evict_ratio
+    evict_wait_s: float = TeacherConf.evict_wait_s
 
 
 def register_agent_configs() -> None:

@@ -200,6 +200,10 @@ class TeacherPolicy(ActorPolicy):
             (``EnvSettings.retry_refused``).
         migrate_elastic: With ``migrate_speedup``, elastic jobs may migrate at another GPU
             count (``EnvSettings.migrate_elastic``).
+        evict_ratio: Evict a running job for a waiting one whose run time is this many
+            times shorter (:class:`SJFTeacher`, step 4; the preemptive env). None: no such
+            evictions; excludes ``migrate_gain_s``.
+        evict_wait_s: Only for a job that has waited this long (s), with ``evict_ratio``.
     """
 
     def __init__(
@@ -222,6 +226,8 @@ class TeacherPolicy(ActorPolicy):
         share_guard_all: bool = AgentEnvConf.share_guard_all,
         retry_refused: bool = AgentEnvConf.retry_refused,
         migrate_elastic: bool = AgentEnvConf.migrate_elastic,
+        evict_ratio: float | None = TeacherConf.evict_ratio,
+        evict_wait_s: float = TeacherConf.evict_wait_s,
     ) -> None:
         if migrate_gain_s is not None and migrate_speedup is None:
             raise ValueError(
@@ -233,6 +239,8 @@ class TeacherPolicy(ActorPolicy):
             min_rel_rate=min_rel_rate,
             fungible=fungible,
             long_s=long_s,
+            evict_ratio=evict_ratio,
+            evict_wait_s=evict_wait_s,
             elastic_share=elastic_share,
             resize_gain_s=resize_gain_s,
             migrate_gain_s=migrate_gain_s,
@@ -246,7 +254,7 @@ class TeacherPolicy(ActorPolicy):
             round_s=round_s,
             levels=LevelSets(gpu=tuple(gpu_levels)),
             resizable=resize_gain_s is not None,
-            preemptive=migrate_speedup is not None,
+            preemptive=migrate_speedup is not None or evict_ratio is not None,
             migrate_speedup=migrate_speedup,
             migrate_gangs=migrate_gangs,
             retry_refused=retry_refused,
@@ -277,6 +285,8 @@ class TeacherPolicy(ActorPolicy):
             share_guard_all=e.share_guard_all,
             retry_refused=e.retry_refused,
             migrate_elastic=e.migrate_elastic,
+            evict_ratio=t.evict_ratio if e.preemptive else None,
+            evict_wait_s=t.evict_wait_s,
         )
 
 

@@ -214,6 +214,22 @@ def test_teacher_with_migrations_starts_a_long_job_on_a_slow_gpu_and_moves_it() 
         TeacherPolicy(migrate_gain_s=300.0)
 
 
+def test_teacher_policy_with_evict_ratio_preempts_a_long_job_for_a_short_one() -> None:
+    tm = tiny_tm()
+    cl = make_cluster([{"gpu_type": "a100", "count": 1, "gpus": 1, "cpus": 16, "mem_gib": 64}])
+    wl = make_workload([0.0, 10.0], [1e6, 600.0], [1, 1])  # the long job holds the only GPU
+    plain = _run(TeacherPolicy(window=4), cl, wl, tm)
+    pol = TeacherPolicy(window=4, evict_ratio=4.0, evict_wait_s=0.0)
+    assert pol.settings.preemptive and pol.settings.migrate_speedup is None
+    pre = _run(pol, cl, wl, tm)
+    assert plain.start_time[1] >= plain.finish_time[0]  # waited for the long job
+    assert pre.finish_time[1] < pre.finish_time[0]  # the short job ran first ...
+    assert int(pre.restarts[0]) == 1  # ... and the long one restarted once
+    assert pre.finish_time[1] < plain.finish_time[1]
+    with pytest.raises(ValueError, match="exclude each other"):
+        TeacherPolicy(evict_ratio=4.0, migrate_gain_s=300.0, migrate_speedup=1.25)
+
+
 def test_teacher_policy_for_agent_carries_the_runs_teacher_and_env_settings() -> None:
     conf = fast_config().agent
     conf.env.preemptive, conf.env.migrate_speedup = True, 1.5
@@ -224,6 +240,9 @@ def test_teacher_policy_for_agent_carries_the_runs_teacher_and_env_settings() ->
     assert pol.settings.migrate_elastic
     assert env_settings(conf.env).migrate_speedup == 1.5
     assert env_settings(conf.env).migrate_elastic
+    conf.env.migrate_speedup, conf.env.migrate_elastic = None, False
+    conf.teacher.migrate_gain_s, conf.teacher.evict_ratio = None, 3.0
+    assert TeacherPolicy.for_agent(conf).settings.preemptive  # for the teacher's evictions
 
 
 def _first_fit(core: EnvCore) -> np.ndarray:

@@ -184,7 +184,8 @@ class TeacherConf:
     saves more than this many seconds (the teacher's step 5; null: never).
     ``migrate_gain_s``: in a preemptive env with ``env.migrate_speedup``, move a running job
     to a faster free node when that saves more than this many seconds (the teacher's step 4;
-    null: never; excludes ``evict_ratio``).
+    null: never). ``evict_protect``: with ``evict_ratio``, spare the victims whose remaining time
+    is at least this fraction of the longest among the possible victims (null: spare none).
     """
 
     order: str = "sjf"
@@ -195,6 +196,7 @@ class TeacherConf:
     elastic_share: bool = True
     resize_gain_s: float | None = None
     migrate_gain_s: float | None = None
+    evict_protect: float | None = None
 
 
 @dataclass
@@ -494,6 +496,7 @@ class TeacherSchedulerConf:
     migrate_elastic: bool = AgentEnvConf.migrate_elastic
     evict_ratio: float | None = TeacherConf.evict_ratio
     evict_wait_s: float = TeacherConf.evict_wait_s
+    evict_protect: float | None = TeacherConf.evict_protect
 
 
 def register_agent_configs() -> None:

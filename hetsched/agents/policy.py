@@ -202,8 +202,10 @@ class TeacherPolicy(ActorPolicy):
             count (``EnvSettings.migrate_elastic``).
         evict_ratio: Evict a running job for a waiting one whose run time is this many
             times shorter (:class:`SJFTeacher`, step 4; the preemptive env). None: no such
-            evictions; excludes ``migrate_gain_s``.
+            evictions.
         evict_wait_s: Only for a job that has waited this long (s), with ``evict_ratio``.
+        evict_protect: With ``evict_ratio``, spare the victims with at least this fraction of
+            the longest remaining time among the possible victims (None: spare none).
     """
 
     def __init__(
@@ -228,6 +230,7 @@ class TeacherPolicy(ActorPolicy):
         migrate_elastic: bool = AgentEnvConf.migrate_elastic,
         evict_ratio: float | None = TeacherConf.evict_ratio,
         evict_wait_s: float = TeacherConf.evict_wait_s,
+        evict_protect: float | None = TeacherConf.evict_protect,
     ) -> None:
         if migrate_gain_s is not None and migrate_speedup is None:
             raise ValueError(
@@ -241,6 +244,7 @@ class TeacherPolicy(ActorPolicy):
             long_s=long_s,
             evict_ratio=evict_ratio,
             evict_wait_s=evict_wait_s,
+            evict_protect=evict_protect,
             elastic_share=elastic_share,
             resize_gain_s=resize_gain_s,
             migrate_gain_s=migrate_gain_s,
@@ -287,6 +291,7 @@ class TeacherPolicy(ActorPolicy):
             migrate_elastic=e.migrate_elastic,
             evict_ratio=t.evict_ratio if e.preemptive else None,
             evict_wait_s=t.evict_wait_s,
+            evict_protect=t.evict_protect,
         )
 
 

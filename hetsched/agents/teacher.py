@@ -32,10 +32,13 @@ Rule, at every decision step:
    legal there, that node having no action yet, whose estimated remaining time (isolated rate
    where it runs) is more than ``evict_ratio`` times the waiting job's run time on that node's
    GPU type, and whose release gives the waiting job room there (GPUs, CPU and memory at its
-   request, an allowed GPU type). Of several: the fewest GPUs, then the longest remaining
-   time, then the lowest node index. The freed node is offered to the queue at the next
-   decision step, where step 3 places the waiting job; a job evicted this round is not placed
-   again before the next round (with ``evict_ratio`` set, steps 1-3 skip it).
+   request, an allowed GPU type). With ``evict_protect``, no job is a victim whose remaining
+   time is at least that fraction of the longest remaining time among the jobs that could be
+   victims at this step (the longest ones bound the makespan). Of several: the fewest GPUs,
+   then the longest remaining time, then the lowest node index. The freed node is offered to
+   the queue at the next decision step, where step 3 places the waiting job; a job evicted this
+   round comes last in step 2's order for the rest of the round, after every other window job,
+   so it takes a node only where none of them claims one.
    *Migrations* (only in the preemptive env with ``EnvSettings.migrate_speedup``, with
    ``migrate_gain_s`` set): an agent with no action evicts the one-node job (or, with
    ``EnvSettings.migrate_gangs``, the gang) in its resident slots whose estimated run time left
@@ -197,6 +200,9 @@ class SJFTeacher:
         evict_ratio: Evict for a waiting job a running one with this many times its run time
             left (module docstring, step 4; preemptive env only). None: never evict.
         evict_wait_s: Waiting time (s) after which a job may have a victim evicted for it.
+        evict_protect: With ``evict_ratio``, spare the victims whose remaining time is at least
+            this fraction (0, 1] of the longest among the possible victims (module docstring,
+            step 4). None: spare none.
         elastic_share: Start elastic jobs at a GPU level within their share of the cluster
             (module docstring, step 1; False: at their request).
         resize_gain_s: Double a running elastic job when that saves more than this many
@@ -223,17 +229,16 @@ class SJFTeacher:
         migrate_gain_s: float | None = None,
         share_guard: bool = False,
         share_guard_all: bool = False,
+        evict_protect: float | None = None,
     ) -> None:
+        if evict_protect is not None and not 0.0 < evict_protect <= 1.0:
+            raise ValueError(f"evict_protect={evict_protect!r} must lie in (0, 1] (or None)")
+        self.evict_protect = None if evict_protect is None else float(evict_protect)
         self.share_guard = bool(share_guard)
         self.share_guard_all = bool(share_guard_all)
         for name, v in (("resize_gain_s", resize_gain_s), ("migrate_gain_s", migrate_gain_s)):
             if v is not None and not v >= 0.0:
                 raise ValueError(f"{name}={v!r} must be >= 0 seconds (or None)")
-        if migrate_gain_s is not None and evict_ratio is not None:
-            raise ValueError(
-                "migrate_gain_s and evict_ratio exclude each other (a job evicted for a waiting "
-                "one waits a round; a migrated one is placed at once): set one to None"
-            )
         self.migrate_gain_s = None if migrate_gain_s is None else float(migrate_gain_s)
         self.resize_gain_s = None if resize_gain_s is None else float(resize_gain_s)
         if order not in ("sjf", "arrival"):
@@ -270,6 +275,7 @@ class SJFTeacher:
             t.migrate_gain_s,
             conf.env.share_guard,
             conf.env.share_guard_all,
+            t.evict_protect,
         )
 
     def gpu_levels(self, core: EnvCore) -> slice:
@@ -418,12 +424,13 @@ class SJFTeacher:
         top = rate.max(axis=0)
         est = np.where(top > 0, rem / np.where(top > 0, top, 1.0), np.inf)
         slots = np.flatnonzero(core.slot_ok)
-        if self.evict_ratio is not None and core.cfg.preemptive:  # evicted: wait a round
-            slots = slots[~core.evicted_this_round[w[slots]]]
         long = est > self.long_s
         if self.order == "sjf":
             key = np.where(long, -est, est)  # long jobs first (makespan), then shortest first
             slots = slots[np.lexsort((est[slots], key[slots]))]
+        if self.evict_ratio is not None and core.cfg.preemptive:  # evicted this round: last
+            ev = core.evicted_this_round[w[slots]]
+            slots = np.concatenate([slots[~ev], slots[ev]])
         taken = np.zeros(N, dtype=bool)
         legal = core.ma.legal
         levels = self.gpu_levels(core)
@@ -480,6 +487,8 @@ class SJFTeacher:
         v_rate = tm.isolated(wl.model[vj], cl.node_type[ns], cur.gpus[e], False)
         v_rem = np.full(vj.shape, np.nan)  # NaN compares False: never a victim
         np.divide(_seen_remaining(core)[vj], v_rate, out=v_rem, where=v_rate > 0)
+        if self.evict_protect is not None and np.isfinite(v_rem).any():  # spare the longest
+            v_rem[v_rem >= self.evict_protect * np.nanmax(v_rem)] = np.nan
         ks = np.flatnonzero(cand)
         ks = ks[np.argsort(core.est_run_s(w[ks]), kind="stable")]  # shortest first
         room = preemption_room(core, cur, e, ks, v_rem, ratio)  # (C, V)

@@ -226,8 +226,8 @@ def test_teacher_policy_with_evict_ratio_preempts_a_long_job_for_a_short_one() -
     assert pre.finish_time[1] < pre.finish_time[0]  # the short job ran first ...
     assert int(pre.restarts[0]) == 1  # ... and the long one restarted once
     assert pre.finish_time[1] < plain.finish_time[1]
-    with pytest.raises(ValueError, match="exclude each other"):
-        TeacherPolicy(evict_ratio=4.0, migrate_gain_s=300.0, migrate_speedup=1.25)
+    both = TeacherPolicy(evict_ratio=4.0, migrate_gain_s=300.0, migrate_speedup=1.25)
+    assert both.settings.preemptive and both.settings.migrate_speedup == 1.25
 
 
 def test_teacher_policy_for_agent_carries_the_runs_teacher_and_env_settings() -> None:

@@ -93,8 +93,6 @@ def test_migration_settings_are_checked() -> None:
         EnvSettings(migrate_speedup=1.5)
     with pytest.raises(ValueError, match="migrate_speedup=1.0 must be a number > 1"):
         EnvSettings(preemptive=True, migrate_speedup=1.0)
-    with pytest.raises(ValueError, match="exclude each other"):
-        SJFTeacher(evict_ratio=2.0, migrate_gain_s=60.0)
     with pytest.raises(ValueError, match="migrate_gain_s=-1.0 must be >= 0"):
         SJFTeacher(migrate_gain_s=-1.0)
 

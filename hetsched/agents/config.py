@@ -222,7 +222,6 @@ class BCConf:
     lr: float = 1e-3
     batch: int = 64
     value_coef: float = 0.5
-    ordered_labels: bool = False
 
 
 @dataclass

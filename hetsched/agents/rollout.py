@@ -97,34 +97,6 @@ def gae(
     return adv, adv + value
 
 
-def ordered_label_masks(
-    core: Any, conf: MAIFSAgentConf, mask: NDArray[np.int8], label: NDArray[np.int64]
-) -> NDArray[np.int8]:
-    """The masks the agents would decide the teacher's ``label`` (N,) under in the ordered
-    decision (``agent.bc.ordered_labels``): in the decision order's priority (ties to the lower
-    index), a job the teacher's label of an earlier agent claims alone is taken for the later
-    ones, and an agent whose binding claims are all taken may pass (as
-    :func:`hetsched.agents.coordination.ordered_actions` does), shape (N, A)."""
-    from hetsched.agents.acting import masks_and_binding, rate_priority
-
-    _, single, bind = masks_and_binding(core, conf.env)
-    N, P, K = core.N, core.n_place, core.K
-    L = (P - 1) // K
-    out = mask.copy()
-    taken = np.zeros(K, dtype=bool)
-    for i in np.lexsort((np.arange(N), -rate_priority(core, mask))).tolist():
-        cut = np.repeat(taken, L)
-        if cut.any():
-            out[i, 1:P] &= (~cut).astype(np.int8)
-            b = bind[i] if bind is not None else np.ones(P - 1, dtype=bool)
-            if not ((out[i, 1:P] == 1) & b).any():
-                out[i, 0] = 1
-        a = int(label[i])
-        if 0 < a < P and single[i, a - 1]:
-            taken[(a - 1) // L] = True
-    return out
-
-
 def play(
     env: TeamEnv, net: MAIFSNet, conf: MAIFSAgentConf, teacher: SJFTeacher, spec: EpisodeSpec
 ) -> Episode:
@@ -155,8 +127,6 @@ def play(
         else:
             mask, _ = agent_masks(core, conf.env)
             label = teacher.act(core)
-            if conf.bc.ordered_labels:
-                mask = ordered_label_masks(core, conf, mask, label)
             # A teacher label the agent's action semantics forbid (it passes where the agent
             # must claim) teaches nothing: weight 0.
             weight = (mask[np.arange(core.N), label] != 0).astype(np.float32)

@@ -93,33 +93,3 @@ def test_gang_binding_makes_gang_claims_bind_and_fills_the_first_gang() -> None:
     assert acts.tolist() == [1, 1, 1] and not eff[1:, 2].any()  # job 1 masked once 0 opened
     env.step(acts)
     assert core.sim is not None and core.sim.start_time[0] == 0.0  # job 0 ran at once
-
-
-def test_ordered_labels_let_a_slow_node_pass_the_job_its_teacher_gives_a_fast_one() -> None:
-    """A T4 node (index 0) and an A100 node; one job waits and fits both. Every claim binds, so
-    the T4 node may not pass in the env's masks, and the teacher's "pass" label for it would
-    weigh 0. In the ordered decision the A100 node (the better rate) decides first and claims
-    the job the teacher gives it, after which the T4 node may pass: ``ordered_label_masks``
-    records that mask, so the label teaches it to leave the job to the faster node."""
-    from hetsched.agents.config import MAIFSAgentConf
-    from hetsched.agents.rollout import ordered_label_masks
-
-    cl = make_cluster(
-        [
-            {"gpu_type": "t4", "count": 1, "gpus": 1, "cpus": 16, "mem_gib": 64},
-            {"gpu_type": "a100", "count": 1, "gpus": 1, "cpus": 16, "mem_gib": 64},
-        ]
-    )
-    wl = make_workload([0.0], [3600.0], [1])
-    conf = MAIFSAgentConf()
-    conf.env.wait_below, conf.env.window = 0.0, 4
-    env = TeamEnv(cl, wl, tiny_tm(), EnvSettings(window=4, advance="event"))
-    env.reset(np.random.default_rng(0))
-    core = env.core
-    mask, _ = agent_masks(core, conf.env)
-    label = SJFTeacher(min_rel_rate=0.0).act(core)
-    assert label[0] == 0 and label[1] > 0  # the teacher: the A100 node takes it
-    assert mask[0, 0] == 0  # the T4 node must claim in the env's masks
-    out = ordered_label_masks(core, conf, mask, label)
-    assert out[0, 0] == 1 and not out[0, 1 : core.n_place].any()  # taken: it may pass
-    assert (out[1] == mask[1]).all()  # the A100 node decided first, under the env's mask

@@ -126,8 +126,7 @@ class JobTable:
         gpu_count: GPU count of each GPU level, shape (J, L_g).
         level_ok: Whether each GPU level is a distinct legal level, shape (J, L_g).
         tput: Isolated throughput per type and level, packed / spread, work units/s,
-            shape (J, T, L_g, 2).
-        tput_ok: ``tput > 0``, shape (J, T, L_g, 2).
+            shape (J, T, L_g, 2) (0: the job cannot run there).
         rel_tput: Isolated throughput at the request relative to the fastest allowed present
             type, shape (J, T) (0 where not allowed or absent).
         best_tput: That fastest throughput, work units/s, shape (J,).
@@ -140,7 +139,6 @@ class JobTable:
     gpu_count: NDArray[np.int64]
     level_ok: NDArray[np.bool_]
     tput: NDArray[np.float64]
-    tput_ok: NDArray[np.bool_]
     rel_tput: NDArray[np.float64]
     best_tput: NDArray[np.float64]
     allowed: NDArray[np.bool_]
@@ -226,7 +224,6 @@ def build_job_table(
         gpu_count=count,
         level_ok=ok,
         tput=np.asarray(tput, dtype=np.float64),
-        tput_ok=tput > 0,
         rel_tput=np.clip(rel, 0.0, 1.0),
         best_tput=best,
         allowed=wl.allowed_types.copy(),

@@ -71,7 +71,7 @@ class MaskBuilder:
             shape = (nt.shape[0], jobs.shape[0])
             cpg = np.broadcast_to((req_c[:, None] * self.lc)[None], shape + (self.lc.size,))
             mpg = np.broadcast_to((req_m[:, None] * self.lm)[None], shape + (self.lm.size,))
-        tok = jt.tput_ok[jobs][:, nt] & jt.level_ok[jobs][:, None, :, None]  # (B, N, Lg, 2)
+        tok = (jt.tput[jobs][:, nt] > 0) & jt.level_ok[jobs][:, None, :, None]  # (B, N, Lg, 2)
         mem_ok = mpg >= (self.tm.mem_floor - EPS) * req_m[None, :, None]
         allowed = jt.allowed[jobs][:, nt].T[:, :, None]  # (N, B, 1)
         single = tok[..., 0].transpose(1, 0, 2)[:, :, self.lg_of]  # (N, B, A1)

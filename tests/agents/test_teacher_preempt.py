@@ -1,5 +1,7 @@
-"""The teacher's preemption rule (``evict_ratio``): with migrations, an evicted job placed after
-the others rather than skipped, and ``evict_protect`` sparing the longest victims."""
+"""The teacher's preemption rule (``evict_ratio``): a job evicted this round is placed after the
+other waiting jobs rather than skipped (so it can take a node that frees in the same round, by a
+migration say), ``evict_protect`` spares the longest victims, and the rule works with
+migrations."""
 
 from __future__ import annotations
 

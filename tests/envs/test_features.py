@@ -103,12 +103,12 @@ def test_masks_equal_a_per_node_per_level_loop() -> None:
                     for n in range(N):
                         ok = jt.level_ok[j, g]
                         alone = cap[n] >= G
-                        single = alone and ok and jt.tput_ok[j, nt[n], g, 0]
+                        single = alone and ok and jt.tput[j, nt[n], g, 0] > 0
                         gang = (
                             cap[n] >= 1
                             and cap[nt == nt[n]].sum() >= G
                             and ok
-                            and jt.tput_ok[j, nt[n], g].any()
+                            and (jt.tput[j, nt[n], g] > 0).any()
                         )
                         assert ma.single[n, k, g, c, m] == single, (n, k, g, c, m)
                         assert ma.legal[n, k, g, c, m] == (single if alone else gang), (

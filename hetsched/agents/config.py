@@ -161,7 +161,8 @@ class AgentEnvConf:
 @dataclass
 class NetConf:
     """:class:`hetsched.agents.network.MAIFSNet` sizes and ablation switches; ``evict_bias``
-    is the initial bias of the eviction logits (preemptive env only)."""
+    is the initial bias of the eviction logits (preemptive env only); ``job_pool`` adds the
+    cross-agent slot features of :func:`hetsched.agents.network.pool_features`."""
 
     hidden: int = 64
     heads: int = 4
@@ -170,6 +171,7 @@ class NetConf:
     attention: bool = True
     graph: bool = True
     evict_bias: float = 0.0
+    job_pool: bool = False
 
 
 @dataclass

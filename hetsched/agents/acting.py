@@ -98,7 +98,6 @@ def build_net(conf: NetConf, dims: NetDims) -> MAIFSNet:
         attention=conf.attention,
         graph=conf.graph,
         evict_bias=conf.evict_bias,
-        job_pool=conf.job_pool,
     )
 
 

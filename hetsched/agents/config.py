@@ -161,8 +161,7 @@ class AgentEnvConf:
 @dataclass
 class NetConf:
     """:class:`hetsched.agents.network.MAIFSNet` sizes and ablation switches; ``evict_bias``
-    is the initial bias of the eviction logits (preemptive env only); ``job_pool`` adds the
-    cross-agent slot features of :func:`hetsched.agents.network.pool_features`."""
+    is the initial bias of the eviction logits (preemptive env only)."""
 
     hidden: int = 64
     heads: int = 4
@@ -171,7 +170,6 @@ class NetConf:
     attention: bool = True
     graph: bool = True
     evict_bias: float = 0.0
-    job_pool: bool = False
 
 
 @dataclass

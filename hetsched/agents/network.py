@@ -28,10 +28,6 @@ preemptive env ``hetsched/ClusterPreempt-v0``), ``H`` hidden size.
 5. **Centralised critic**: ``V(s) = MLP([mean_i h_i; max_i h_i; global])`` -- size-agnostic.
 
 Ablation switches: ``attention=False`` (no step 2: ``c_i = e_i``), ``graph=False`` (no step 3).
-
-With ``job_pool=True`` each window slot's features get :data:`POOL_FEATURES` more before the
-job MLP of step 1, pooled over the agents (:func:`pool_features`): how the agent's node
-compares, for that job, with every node that may host it now.
 """
 
 from __future__ import annotations
@@ -46,8 +42,6 @@ NEG = -1e9
 EVICT_HEAD: tuple[str, ...] = ("ev_h", "ev_r", "ev_out")
 #: Modules of the resize head (present only with ``NetDims.resize_slots > 0``).
 RESIZE_HEAD: tuple[str, ...] = ("rs_h", "rs_r", "rs_out")
-#: Per-slot features :func:`pool_features` adds with ``job_pool``.
-POOL_FEATURES = 3
 
 
 @dataclass(frozen=True)
@@ -107,29 +101,6 @@ class NetDims:
         return asdict(self)
 
 
-def pool_features(win: Tensor) -> Tensor:
-    """Cross-agent features of every window slot, shape (B, N, K, :data:`POOL_FEATURES`).
-
-    From each agent's node-specific slot columns (the last six of a slot,
-    :mod:`hetsched.envs.features`: the job's isolated throughput on the node's type over the
-    fastest allowed type, and whether the node may host it now), pooled over the agents of
-    the step: the agent's throughput over the best among the nodes that may host the job now
-    (0 where it may not), the share of those nodes that are faster than it, and
-    ``n / (n + 8)`` for their number ``n``.
-
-    Args:
-        win: Window slots of every agent, shape (B, N, K, job_dim).
-    """
-    fit = (win[..., -2] > 0) & (win[..., 0] > 0)  # (B, N, K)
-    r = torch.where(fit, win[..., -4], torch.zeros_like(win[..., -4]))
-    best = r.max(dim=1, keepdim=True).values  # (B, 1, K)
-    ratio = torch.where(fit & (best > 0), r / best.clamp(min=1e-9), torch.zeros_like(r))
-    n = fit.sum(dim=1, keepdim=True).to(win.dtype)  # (B, 1, K)
-    faster = ((r[:, None, :, :] > r[:, :, None, :] + 1e-4) & fit[:, None, :, :]).sum(dim=2)
-    share = torch.where(fit, faster.to(win.dtype) / n.clamp(min=1.0), torch.zeros_like(r))
-    return torch.stack([ratio, share, (n / (n + 8.0)).expand_as(r)], dim=-1) * win[..., :1]
-
-
 def _mlp(i: int, h: int, o: int) -> nn.Sequential:
     return nn.Sequential(nn.Linear(i, h), nn.ReLU(), nn.Linear(h, o), nn.ReLU())
 
@@ -147,7 +118,6 @@ class MAIFSNet(nn.Module):
         graph: Use the soft coordination graph.
         evict_bias: Initial bias of the eviction logits (negative: evict rarely at first, e.g.
             when a trained non-preemptive network starts a preemptive run).
-        job_pool: Add :func:`pool_features` to every window slot.
     """
 
     def __init__(
@@ -160,7 +130,6 @@ class MAIFSNet(nn.Module):
         attention: bool = True,
         graph: bool = True,
         evict_bias: float = 0.0,
-        job_pool: bool = False,
     ) -> None:
         super().__init__()
         if hidden % heads:
@@ -173,8 +142,7 @@ class MAIFSNet(nn.Module):
         H = hidden
         self.type_emb = nn.Embedding(dims.num_types, type_emb)
         self.res_enc = _mlp(dims.res_dim, H, H)
-        self.job_pool = job_pool
-        self.job_enc = _mlp(dims.job_dim + POOL_FEATURES * int(job_pool), H, H)
+        self.job_enc = _mlp(dims.job_dim, H, H)
         self.node_enc = _mlp(type_emb + dims.node_head + 2 * H + dims.global_dim, H, H)
         self.wq = nn.Linear(H, H, bias=False)
         self.wk = nn.Linear(H, H, bias=False)
@@ -225,8 +193,6 @@ class MAIFSNet(nn.Module):
         res_e = self.res_enc(res) * res[..., :1]
         r = res_e.sum(dim=2) / d.resident_slots
         present = win[..., :1]
-        if self.job_pool:
-            win = torch.cat([win, pool_features(win)], dim=-1)
         jobs = self.job_enc(win) * present
         jpool = jobs.sum(dim=2) / present.sum(dim=2).clamp(min=1.0)
         e = self.node_enc(

@@ -146,17 +146,13 @@ def masks_and_binding(
         mask[:, 1:P] &= share_guard(core, conf.share_guard_all).reshape(core.N, -1)
     bind = None
     if conf.work_conserving:
-        bind = binding_claims(core, conf, single, rates, mask)
+        bind = binding_claims(core, conf, single, rates)
         mask[((mask[:, 1:P] == 1) & bind).any(axis=1), 0] = 0
     return mask, single, bind
 
 
 def binding_claims(
-    core: EnvCore,
-    conf: AgentEnvConf,
-    single: NDArray[np.bool_],
-    rates: Rates | None = None,
-    mask: NDArray[np.int8] | None = None,
+    core: EnvCore, conf: AgentEnvConf, single: NDArray[np.bool_], rates: Rates | None = None
 ) -> NDArray[np.bool_]:
     """Which claims forbid the no-op under the work-conserving semantics, shape (N, P - 1):
     single-node claims, except (with ``conf.wait_below > 0``) claims of a job that would run
@@ -164,8 +160,7 @@ def binding_claims(
     node of the cluster could give it (:func:`hetsched.agents.teacher.best_alone_tput`): for
     those the agent may wait for a faster GPU. With ``conf.gang_binding`` the claims of a job no
     node can host alone (a gang) bind too. ``rates``: :func:`window_rates` if already
-    computed; ``mask``: the agent's masks (N, A), which say who may host a job now under
-    ``conf.wait_ref="free"`` (default: the env's)."""
+    computed."""
     P = core.n_place
     bind = single[:, : P - 1]
     if conf.wait_below > 0:
@@ -173,13 +168,7 @@ def binding_claims(
             rates = window_rates(core)
         if rates is not None:
             tput, best = rates
-            ref = best[None, :]
-            if conf.wait_ref == "free":  # the best among the nodes that may host it alone now
-                m = core.ma.mask if mask is None else mask
-                L = (P - 1) // core.K
-                host = (single[:, : P - 1] & (m[:, 1:P] == 1)).reshape(core.N, core.K, L)
-                ref = np.where(host.any(axis=2), tput, 0.0).max(axis=0)[None, :] * (1 - 1e-9)
-            fast = tput >= conf.wait_below * ref
+            fast = tput >= conf.wait_below * best[None, :]
             bind = bind & np.repeat(fast, (P - 1) // core.K, axis=1)
     if conf.gang_binding:  # claims of jobs no node can host alone bind too
         L = (P - 1) // core.K

@@ -63,10 +63,6 @@ class AgentEnvConf:
             this fraction of the best isolated throughput one node of the cluster could give
             the job (waiting for a faster GPU stays an action). 0: every single-node claim
             binds. Checkpoints saved before this field existed load with 0.
-        wait_ref: What ``wait_below`` compares with: ``"cluster"``, the best isolated
-            throughput one node of the cluster could give the job; ``"free"``, the best among
-            the nodes that may host it now (with ``wait_below=1`` only the nodes that serve a
-            waiting job best of those free for it are bound to claim).
         gpu_levels: GPU-count levels of the action space (multipliers of an elastic job's
             request, :class:`hetsched.envs.spaces.LevelSets`). Checkpoints saved before this
             field existed load with the env's default ``[0.5, 1.0, 2.0]``.
@@ -142,7 +138,6 @@ class AgentEnvConf:
     evict_max: int | None = None
     work_conserving: bool = True
     wait_below: float = 0.5
-    wait_ref: str = "cluster"
     gpu_levels: list[float] = field(default_factory=lambda: list(AGENT_GPU_LEVELS))
     identity: bool = True
     decision_order: str = "rate"
@@ -160,10 +155,6 @@ class AgentEnvConf:
             raise ValueError(
                 f"agent.env.decision_order={self.decision_order!r} is not one of "
                 f"{list(DECISION_ORDERS)}"
-            )
-        if self.wait_ref not in ("cluster", "free"):
-            raise ValueError(
-                f"agent.env.wait_ref={self.wait_ref!r} is not one of ['cluster', 'free']"
             )
 
 

@@ -176,13 +176,3 @@ def test_an_unknown_decision_order_is_refused() -> None:
     assert AgentEnvConf().decision_order in DECISION_ORDERS
     with pytest.raises(ValueError, match="decision_order='fastest'"):
         AgentEnvConf(decision_order="fastest")
-
-
-def test_an_unknown_wait_reference_is_refused() -> None:
-    """``agent.env.wait_ref`` is ``cluster`` (checkpoints saved before it existed) or ``free``."""
-    from hetsched.agents.config import AgentEnvConf
-
-    assert AgentEnvConf().wait_ref == "cluster"
-    assert conf_from_dict(asdict(MAIFSAgentConf())).env.wait_ref == "cluster"
-    with pytest.raises(ValueError, match="wait_ref='fastest'"):
-        AgentEnvConf(wait_ref="fastest")

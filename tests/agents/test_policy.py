@@ -340,33 +340,6 @@ def test_wait_below_lets_a_slow_node_pass_until_its_binding_claims_are_taken() -
     assert acts[1] == a1 and acts[0] == 0 and eff[0, 0]
 
 
-def test_wait_ref_free_binds_the_best_node_that_may_host_the_job_now() -> None:
-    """``agent.env.wait_ref="free"`` with ``wait_below=1``: only the nodes that serve a waiting
-    job best among those that may host it now are bound to claim it. The T4 may pass while the
-    A100 is free for the job; once the A100 may not host it, the T4 is the best and is bound,
-    where the cluster reference would still let it pass (the A100 is busy, not absent)."""
-    import dataclasses
-
-    from helpers import tiny_env, tiny_tm
-
-    from hetsched.agents.acting import agent_masks, binding_claims
-    from hetsched.agents.config import MAIFSAgentConf
-
-    conf = MAIFSAgentConf()
-    env = tiny_env(conf, tiny_tm())
-    env.reset(np.random.default_rng(0))
-    core = env.core
-    P = core.n_place
-    free = dataclasses.replace(conf.env, wait_below=1.0, wait_ref="free")
-    mask, single = agent_masks(core, free)
-    assert mask[0, 0] == 1 and mask[1, 0] == 0  # the T4 may pass, the A100 may not
-    busy = core.ma.mask.copy()
-    busy[1, 1:P] = 0  # the A100 may no longer host the job
-    assert binding_claims(core, free, single, mask=busy)[0].any()
-    cluster = dataclasses.replace(free, wait_ref="cluster")
-    assert not binding_claims(core, cluster, single, mask=busy)[0].any()
-
-
 def test_rate_order_lets_the_faster_node_choose_first() -> None:
     """``decision_order="rate"``: the A100 node (rate ratio 1) decides before the T4 node
     (0.25) even when the T4 node is the more confident, so under ``wait_below=0`` (both bound)

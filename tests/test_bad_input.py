@@ -208,7 +208,7 @@ def test_a_real_process_prints_one_line_and_exits_2(tmp_path: Path) -> None:
     ("args", "match"),
     [(["--split", "nope"], "unknown split 'nope'"), (["--scenario", "nope"], "unknown scenario")],
 )
-@pytest.mark.parametrize("name", ["idle_breakdown", "makespan_job", "job_moves"])
+@pytest.mark.parametrize("name", ["idle_breakdown", "makespan_job", "job_moves", "clone_gap"])
 def test_cell_replay_scripts_name_a_bad_split_or_scenario(
     name: str, args: list[str], match: str
 ) -> None:

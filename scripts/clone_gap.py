@@ -1,0 +1,245 @@
+"""Where a MAIFS clone's gap to its teacher comes from: its moves, its claims, its GPU levels.
+
+Replays benchmark cells (exact track) as ``hetsched-benchmark`` runs them and prints, per run
+and over all runs:
+
+* the avg JCT over the better of Sia's and Gavel's on the same cell (their cells are read from,
+  or written to, ``--bench``, the benchmark's output directory, under the same config hash) and
+  the interquartile mean of that ratio over the runs;
+* ``--moves``: ``own`` (as trained), ``none`` (every move, an action past the claims, replaced
+  by a pass) or ``teacher`` (the network's actions, plus a move wherever the teacher would move
+  a job in that state). These are diagnostics, not schedulers;
+* for the network: label accuracy on its own states, by the teacher's label (``pass``,
+  ``claim``, ``move``). Each agent's greedy choice is taken under the mask it decides under in
+  the ordered decision when the agents before it (in the checkpoint's decision order) act as
+  the teacher would; a claim of the teacher's job at another level is ``claim_other_level``,
+  of another job ``claim_other_job`` (with the median of that job's estimated run time over the
+  teacher's job's, ``EnvCore.est_run_s``). Labels illegal under that mask are counted apart;
+* the GPU levels (index into the level set, smallest first) of the network's claims and of the
+  teacher's labels in the same states;
+* per GPU type (the type of most of a job's GPU-seconds): jobs and their mean run time (h).
+
+``--scheduler maifs_teacher`` plays the teacher preset instead (``--moves none``: without its
+migrations), for the last two lines' comparison::
+
+    python scripts/clone_gap.py --split validation --seed 0 1 2 3 --moves none
+    python scripts/clone_gap.py --scenario itp_c06_sia64_busy --seed 0 --scheduler maifs_teacher --moves none
+
+Exit code 2 with one line for an unknown scenario, split or move mode, or an unusable checkpoint.
+"""
+
+from __future__ import annotations
+
+import collections
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hetsched.sim.errors import HetschedError
+
+MOVES = ("own", "none", "teacher")
+
+
+def _kind(a: int, P: int) -> str:
+    return "pass" if a == 0 else ("claim" if a < P else "move")
+
+
+def label_outcome(label: int, net: int, P: int, L: int) -> str:
+    """How the network's choice ``net`` compares with the teacher's ``label`` (actions of one
+    agent; ``P`` placement actions including the no-op, ``L`` levels per window slot)."""
+    if label == net:
+        return "same_" + _kind(label, P)
+    ka, kb = _kind(label, P), _kind(net, P)
+    if ka == kb == "claim":
+        return "claim_other_level" if (label - 1) // L == (net - 1) // L else "claim_other_job"
+    return f"{ka}->{kb}"
+
+
+class Probe:
+    """Counts over the decision steps of the runs (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.labels: collections.Counter[str] = collections.Counter()
+        self.levels: dict[str, collections.Counter[int]] = {
+            "network": collections.Counter(),
+            "teacher": collections.Counter(),
+        }
+        self.run_ratio: list[float] = []  # other job's estimated run time over the label's
+
+    def step(self, policy: Any, core: Any, label: np.ndarray, played: np.ndarray) -> None:
+        """Record one step of a :class:`MAIFSPolicy`: its teacher's ``label`` and the actions
+        ``played`` (each shape (N,))."""
+        import torch
+
+        from hetsched.agents.acting import (
+            agent_observations,
+            cores_priority,
+            graph_of,
+            masks_and_binding,
+            rate_priority,
+        )
+        from hetsched.agents.coordination import ordered_actions
+
+        env = policy.conf.env
+        mask, single, bind = masks_and_binding(core, env)
+        P, K, A = core.n_place, core.K, core.n_actions
+        L = (P - 1) // K
+        prio = None
+        if env.decision_order == "rate":
+            prio = rate_priority(core, mask)
+        elif env.decision_order == "cores":
+            prio = cores_priority(core, mask, policy.actor.teacher)
+        teach = np.where(np.arange(A)[None, :] == label[:, None], 0.0, -50.0)
+        _, eff = ordered_actions(
+            teach,
+            mask,
+            single,
+            K,
+            None,
+            extra=A - P,
+            binding=bind if (env.wait_below > 0 or env.gang_binding) else None,
+            priority=prio,
+            gang_type=core.cluster.node_type if env.gang_binding else None,
+        )
+        obs = torch.from_numpy(agent_observations(core, env))[None]
+        adj = torch.from_numpy(graph_of(mask, K, A - P))[None]
+        with torch.no_grad():
+            lg, _, _ = policy.net(obs, torch.ones((1, *mask.shape), dtype=torch.bool), adj)
+        net = np.where(eff, lg[0].double().numpy(), -np.inf).argmax(axis=1)
+        legal = eff[np.arange(core.N), label]
+        active = eff[:, 1:].any(axis=1)
+        w = np.where(core.slot_ok, core.window, 0)
+        for i in np.flatnonzero(active & legal):
+            kind = label_outcome(int(label[i]), int(net[i]), P, L)
+            self.labels[kind] += 1
+            if kind == "claim_other_job":
+                run = core.est_run_s(w[[(int(net[i]) - 1) // L, (int(label[i]) - 1) // L]])
+                self.run_ratio.append(float(run[0] / max(run[1], 1e-9)))
+        self.labels["illegal_label"] += int((active & ~legal).sum())
+        for who, acts in (("network", played), ("teacher", label)):
+            claims = acts[(acts > 0) & (acts < P)]
+            if claims.size:
+                self.levels[who].update(core.codec.decode(claims)[1].tolist())
+
+    def lines(self) -> list[str]:
+        """The label and level lines."""
+        n = sum(v for k, v in self.labels.items() if k != "illegal_label")
+        shares = ", ".join(
+            f"{k} {v / n:.3f}" for k, v in sorted(self.labels.items()) if k != "illegal_label"
+        )
+        out = [f"labels ({n} legal, {self.labels['illegal_label']} illegal): {shares}"]
+        if self.run_ratio:
+            out.append(
+                "other job's estimated run time over the teacher's job's: median "
+                f"{np.median(self.run_ratio):.3f} ({len(self.run_ratio)} claims)"
+            )
+        for who, c in self.levels.items():
+            out.append(f"GPU levels of the {who}'s claims: {dict(sorted(c.items()))}")
+        return out
+
+
+def type_line(result: Any) -> str:
+    """Jobs and their mean run time (h) by the GPU type of most of their GPU-seconds."""
+    from hetsched.sim.catalog import GPU_TYPE_NAMES
+
+    typ = np.asarray(result.gpu_s_by_type).argmax(axis=1)
+    run = (np.asarray(result.finish_time) - np.asarray(result.start_time)) / 3600.0
+    parts = [
+        f"{GPU_TYPE_NAMES[t]} {int((typ == t).sum())} jobs {run[typ == t].mean():.2f} h"
+        for t in np.unique(typ)
+    ]
+    return "by GPU type: " + ", ".join(parts)
+
+
+def _instrument(mode: str, probe: list[Probe]) -> None:
+    """Make every :class:`MAIFSPolicy` apply ``mode`` to its moves and record into
+    ``probe[0]``."""
+    from hetsched.agents.policy import MAIFSPolicy
+    from hetsched.agents.teacher import SJFTeacher
+
+    teachers: dict[int, SJFTeacher] = {}
+    plain = MAIFSPolicy.act
+
+    def act(self: MAIFSPolicy, core: Any) -> np.ndarray:
+        t = teachers.setdefault(id(self), SJFTeacher.for_agent(self.conf))
+        label = t.act(core)  # the teacher only reads the state
+        a = plain(self, core).copy()
+        moves = a >= core.n_place
+        if mode == "none":
+            a[moves] = 0
+        elif mode == "teacher":
+            tm = label >= core.n_place
+            a[tm] = label[tm]
+        probe[0].step(self, core, label, a)
+        return a
+
+    MAIFSPolicy.act = act  # type: ignore[method-assign,assignment]
+
+
+def main() -> None:
+    """Command line."""
+    from hetsched.benchmark.leaderboard import iqm
+    from hetsched.benchmark.runner import (
+        Cell,
+        play_cell,
+        preset_node,
+        read_cell,
+        replay_arguments,
+        run_cell,
+    )
+    from hetsched.benchmark.scenarios import scenario_names
+
+    ap = replay_arguments(__doc__.splitlines()[0])
+    ap.add_argument("--moves", default="own", help=f"one of {list(MOVES)}")
+    ap.add_argument("--scheduler", default="maifs", help="maifs or maifs_teacher")
+    ap.add_argument("--bench", default="outputs/benchmark/clone_gap", help="reference cells")
+    args = ap.parse_args()
+    if args.moves not in MOVES:
+        raise ValueError(f"--moves {args.moves!r} is not one of {list(MOVES)}")
+    if args.scheduler not in ("maifs", "maifs_teacher"):
+        raise ValueError(f"--scheduler {args.scheduler!r} is not maifs or maifs_teacher")
+    names = scenario_names(args.split, args.scenario)
+    node = dict(preset_node(args.scheduler, args.checkpoint))
+    if args.scheduler == "maifs_teacher" and args.moves == "none":
+        node["migrate_gain_s"] = None
+    elif args.scheduler == "maifs_teacher" and args.moves == "teacher":
+        raise ValueError("--moves teacher is for the network (--scheduler maifs)")
+    probe = [Probe()]
+    if args.scheduler == "maifs":
+        _instrument(args.moves, probe)
+    total, ratios = Probe(), []
+    bench = Path(args.bench)
+    for name in names:
+        for seed in args.seed:
+            best = np.inf
+            for ref in ("sia", "gavel"):
+                cell = Cell(name, ref, preset_node(ref), "exact", 0.0, seed)
+                row = read_cell(cell.path(bench)) or run_cell(cell, bench)
+                best = min(best, float(row["avg_jct_h"]))
+            probe[0] = Probe()
+            out, _, _, _ = play_cell(Cell(name, args.scheduler, node, "exact", 0.0, seed))
+            jct = float(out.row["avg_jct_h"])
+            ratios.append(jct / best)
+            print(
+                f"{name} seed {seed}: avg JCT {jct:.3f} h ({jct / best:.3f}x the better of Sia "
+                f"and Gavel); {type_line(out.result)}"
+            )
+            if args.scheduler == "maifs":
+                print("  " + "\n  ".join(probe[0].lines()))
+                total.labels.update(probe[0].labels)
+                total.run_ratio += probe[0].run_ratio
+                for who, c in probe[0].levels.items():
+                    total.levels[who].update(c)
+    print(f"{len(ratios)} runs: IQM {iqm(np.asarray(ratios)):.3f}x the better of Sia and Gavel")
+    if args.scheduler == "maifs":
+        print("\n".join(total.lines()))
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except (HetschedError, ValueError, FileNotFoundError) as e:
+        print(f"clone_gap: {e}", file=sys.stderr)
+        sys.exit(2)

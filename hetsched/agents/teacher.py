@@ -53,9 +53,9 @@ Rule, at every decision step:
    faster GPUs.
 5. Resizes (only in an env with ``resizable``, with ``resize_gain_s`` set): each agent with no
    action and a legal resize (the env allows one only where no waiting job fits the node)
-   doubles the resident job whose estimated run time left (isolated rate at all its GPUs, on its
-   GPU type) shortens most, if the time saved, less the model's restart delay, exceeds
-   ``resize_gain_s``; of several agents that would double the same job (a gang), the first.
+   doubles the resident job whose estimated run time left (isolated rate at its GPUs where it
+   runs) shortens most, if the time saved, less the model's restart delay, exceeds
+   ``resize_gain_s``.
 """
 
 from __future__ import annotations
@@ -391,16 +391,13 @@ class SJFTeacher:
         that have no action."""
         assert core.sim is not None and core.wl is not None
         ro = core.resize_offset
-        if core.slot_ok.any():
-            return
         legal = (core.ma.mask[:, ro:] == 1) & (actions == 0)[:, None]  # (N, R)
         if not legal.any():
             return
         cur, wl = core.running(), core.wl
         e = np.where(legal, core.resident_entries(), 0)
-        job = cur.job[e]
-        g = np.bincount(cur.job, weights=cur.gpus, minlength=core.J)[job]  # the job's GPUs
-        nt = core.cluster.node_type[cur.node[e]]  # the job's one GPU type
+        job, g = cur.job[e], cur.gpus[e]
+        nt = core.cluster.node_type[:, None]  # slot (n, r) is on node n
         rem = _seen_remaining(core)[job]
         now = core.tm.isolated(wl.model[job], nt, g, False)
         big = core.tm.isolated(wl.model[job], nt, 2 * g, False)
@@ -409,9 +406,7 @@ class SJFTeacher:
         saved = np.where(legal & (now > 0) & (big > now), saved, -np.inf)
         slot = np.argmax(saved, axis=1)
         best = saved[np.arange(core.N), slot]
-        go = np.flatnonzero(best > gain_s)
-        _, first = np.unique(job[go, slot[go]], return_index=True)  # one agent per job
-        go = go[first]
+        go = best > gain_s
         actions[go] = ro + slot[go]
 
     def _place(self, core: EnvCore, actions: NDArray[np.int64]) -> None:

@@ -130,8 +130,6 @@ class CoreState:
     _common_cache: NDArray[np.float64] | None
     _any_legal: bool | None
     _evict_map: NDArray[np.int64] | None
-    #: Nodes with no legal placement at the last mask refresh (resizable envs), shape (N,).
-    _noplace: NDArray[np.bool_]
     _progress_w: NDArray[np.float64] | None
     _phi: float
     _n_done: int

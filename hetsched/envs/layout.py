@@ -46,6 +46,7 @@ class ObsLayout:
     num_cpu_levels: int
     num_mem_levels: int
     num_types: int = NUM_TYPES
+    long_scale: bool = False
 
     @property
     def res_dim(self) -> int:
@@ -60,7 +61,8 @@ class ObsLayout:
     @property
     def job_common_dim(self) -> int:
         """Node-independent features per window slot."""
-        return 8 + self.num_models + self.num_cpu_levels + self.num_mem_levels
+        base = 8 + self.num_models + self.num_cpu_levels + self.num_mem_levels
+        return base + int(self.long_scale)
 
     @property
     def job_node_dim(self) -> int:

@@ -63,7 +63,6 @@ def env_settings(conf: AgentEnvConf) -> EnvSettings:
         migrate_gangs=conf.migrate_gangs,
         retry_refused=conf.retry_refused,
         migrate_elastic=conf.migrate_elastic,
-        long_scale_s=conf.long_scale_s,
     )
 
 

@@ -64,7 +64,6 @@ LEGACY: dict[tuple[str, str], object] = {
     ("env", "share_guard_all"): False,
     ("env", "retry_refused"): False,
     ("env", "migrate_elastic"): False,
-    ("env", "long_scale_s"): None,
 }
 
 

@@ -115,9 +115,6 @@ class AgentEnvConf:
             count: grow onto a node that empties, or move to fewer faster GPUs
             (``EnvSettings.migrate_elastic``). Checkpoints saved before this field existed load
             with false.
-        long_scale_s: Window slots also show each job's estimated remaining time squashed at
-            this scale (s), next to the 1-hour squash (``EnvSettings.long_scale_s``). None:
-            not shown. Checkpoints saved before this field existed load with None.
         identity: Show identity features (the GPU-type one-hot of the own node, the model
             one-hot of resident and window jobs). False zeroes them, so the network sees jobs
             and nodes only through throughput-relative features (the identity-features
@@ -148,7 +145,6 @@ class AgentEnvConf:
     migrate_speedup: float | None = None
     migrate_gangs: bool = False
     migrate_elastic: bool = False
-    long_scale_s: float | None = None
     gang_binding: bool = False
     share_guard: bool = False
     share_guard_all: bool = False

@@ -205,8 +205,6 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
             with those gang claims masked (see ``EnvSettings.retry_refused``).
         stall_steps: Decision steps without progress after which the episode is truncated
             as stalled (None: never; see :class:`~hetsched.envs.spaces.EnvSettings`).
-        long_scale_s: Window slots also show the estimated remaining time squashed at this
-            scale (s; see ``EnvSettings.long_scale_s``). None: not shown.
     """
 
     metadata: dict[str, Any] = {
@@ -248,7 +246,6 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         migrate_gangs: bool = False,
         retry_refused: bool = False,
         migrate_elastic: bool = False,
-        long_scale_s: float | None = None,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
@@ -278,7 +275,6 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
             migrate_gangs=migrate_gangs,
             retry_refused=retry_refused,
             migrate_elastic=migrate_elastic,
-            long_scale_s=long_scale_s,
         )
         self.max_cycles = self.settings.max_cycles
         tm = resolve_throughput(throughput)

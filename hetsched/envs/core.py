@@ -157,7 +157,6 @@ class EnvCore(RoundFlow, ClaimResolver, EvictionRules, ResizeRules, Observing):
             settings.window,
             settings.resident_slots,
             settings.max_decisions_per_round,
-            long_scale_s=settings.long_scale_s or 0.0,
         )
         self.layout = self.features.layout
         self._resident_kernel: Any | None = kernels.get("resident")

@@ -24,8 +24,7 @@ Per-agent observation (``observation`` key, length ``D``), in order:
    same for min_gpus, same for max_gpus, elastic, model one-hot (M), phi at each CPU level /
    best phi (L_c), phi at each memory level (L_m), squash(waiting s, 3600), squash(attained
    GPU-s, 3600), squash(estimated remaining s on the fastest allowed type at the request,
-   3600)]``, with ``EnvSettings.long_scale_s`` one more, ``squash(estimated remaining s,
-   long_scale_s)`` (so that jobs of tens of hours stay apart), followed by the node-specific ``[squash(CPU request per GPU / node share, 1),
+   3600)]`` followed by the node-specific ``[squash(CPU request per GPU / node share, 1),
    squash(memory request per GPU / node share, 1), isolated throughput on this node's type /
    fastest allowed present type, type allowed, any legal action here, fits here at the 1x
    levels]``. Empty slots are all zero.
@@ -86,8 +85,6 @@ class FeatureBuilder(MaskBuilder):
         window: Window size K.
         resident_slots: Resident slots R.
         max_decisions: Max decision steps per round (for the round-progress feature).
-        long_scale_s: Scale (s) of a second squash of each window job's estimated remaining
-            time (``EnvSettings.long_scale_s``); 0: no such feature.
     """
 
     def __init__(
@@ -98,8 +95,6 @@ class FeatureBuilder(MaskBuilder):
         window: int,
         resident_slots: int,
         max_decisions: int,
-        *,
-        long_scale_s: float = 0.0,
     ) -> None:
         self.cluster = cluster
         self.tm = tm
@@ -115,9 +110,7 @@ class FeatureBuilder(MaskBuilder):
             window=window,
             num_cpu_levels=len(levels.cpu),
             num_mem_levels=len(levels.mem),
-            long_scale=long_scale_s > 0,
         )
-        self.long_scale_s = float(long_scale_s)
         self.node_type = cluster.node_type
         self.node_gpus = cluster.node_gpus.astype(np.float64)
         self.node_cpus = cluster.node_cpus
@@ -345,8 +338,7 @@ class FeatureBuilder(MaskBuilder):
         w = self._win_jobs  # the window's jobs, empty slots reading job 0 (set by _window_fixed)
         best = jt.best_tput[w]
         S1 = fixed.shape[1]
-        L = self.long_scale_s
-        out = np.empty((w.shape[0], S1 + 3 + int(L > 0)))
+        out = np.empty((w.shape[0], S1 + 3))
         out[:, :S1] = fixed
         # Waiting time, attained service and remaining time at the best rate, squashed together.
         d = np.empty((3, w.shape[0]))
@@ -354,11 +346,9 @@ class FeatureBuilder(MaskBuilder):
         d[1] = attained[w]
         d[2] = np.where(best > 0, remaining[w] / np.where(best > 0, best, 1.0), 0.0)
         np.maximum(d, 0.0, out=d)
-        if L > 0:  # the remaining time again, squashed at the long scale
-            out[:, S1 + 3] = d[2] / (d[2] + L) * slot_ok
         d /= d + HOUR
         d *= slot_ok
-        out[:, S1 : S1 + 3] = d.T
+        out[:, S1:] = d.T
         return out
 
     def window_node(
@@ -456,13 +446,12 @@ class FeatureBuilder(MaskBuilder):
         pj, w, job = self._window_tables(jt, wl, window, slot_ok)
         remaining = self.observed_remaining(wl, remaining)[0]
         N, K = nodes.shape[0], window.shape[0]
-        L = self.long_scale_s
-        D = nodes.shape[1] + K * (pj.c.shape[1] + 3 + int(L > 0) + 6) + glob.shape[0]
+        D = nodes.shape[1] + K * (pj.c.shape[1] + 3 + 6) + glob.shape[0]
         out = np.empty((N, D), dtype=F32)
         assert self.observe_kernel is not None
         self.observe_kernel(
             nodes, pj.c, pj.o, w, job, slot_ok, float(now), wl.arrival, attained, remaining,
-            jt.best_tput, ma.fits_any, ma.fits_one, glob, float(L), out,
+            jt.best_tput, ma.fits_any, ma.fits_one, glob, out,
         )  # fmt: skip
         return out
 

@@ -217,7 +217,6 @@ def _observe_py(
     fits_any: Any,
     fits_one: Any,
     glob: Any,
-    long_s: float,
     out: Any,
 ) -> None:
     """Fill the per-agent observations of :meth:`EnvCore.observations` into ``out``.
@@ -234,14 +233,12 @@ def _observe_py(
             work and best isolated throughput per job of the episode, shape (J,).
         fits_any, fits_one: From the masks, shape (N, K).
         glob: Global block, shape (global_dim,).
-        long_s: ``FeatureBuilder.long_scale_s`` (0: no long-scale column).
-        out: Out, float32 (N, node_dim + K (S + 4 + 6) + global_dim), one more per slot with
-            ``long_s``.
+        out: Out, float32 (N, node_dim + K (S + 4 + 6) + global_dim).
     """
     N, nd = nodes.shape
     K = w.shape[0]
     S1 = c.shape[1]
-    cw = S1 + 3 + (1 if long_s > 0 else 0)  # window_common's width
+    cw = S1 + 3  # window_common's width
     sw = cw + 6  # a slot: common, then window_node's six columns
     gd = glob.shape[0]
     lo, hi = np.float32(0.0), np.float32(1.0)
@@ -264,8 +261,6 @@ def _observe_py(
         common[k, S1] = d0 / (d0 + HOUR) * ok
         common[k, S1 + 1] = d1 / (d1 + HOUR) * ok
         common[k, S1 + 2] = d2 / (d2 + HOUR) * ok
-        if long_s > 0:
-            common[k, S1 + 3] = d2 / (d2 + long_s) * ok
     for n in range(N):
         row = out[n]
         for i in range(nd):

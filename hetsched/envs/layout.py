@@ -46,7 +46,6 @@ class ObsLayout:
     num_cpu_levels: int
     num_mem_levels: int
     num_types: int = NUM_TYPES
-    long_scale: bool = False
 
     @property
     def res_dim(self) -> int:
@@ -61,8 +60,7 @@ class ObsLayout:
     @property
     def job_common_dim(self) -> int:
         """Node-independent features per window slot."""
-        base = 8 + self.num_models + self.num_cpu_levels + self.num_mem_levels
-        return base + int(self.long_scale)
+        return 8 + self.num_models + self.num_cpu_levels + self.num_mem_levels
 
     @property
     def job_node_dim(self) -> int:

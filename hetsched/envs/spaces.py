@@ -178,9 +178,6 @@ class EnvSettings:
             masked for the rest of the round and the agents decide again
             (``ClaimResolver.resolve_claims``). False (default): such a step closes the
             round, and its GPUs idle until the next one.
-        long_scale_s: Each window slot also shows the job's estimated remaining time squashed
-            at this scale in seconds (``x / (x + long_scale_s)``, next to the 1-hour squash),
-            so that jobs of tens of hours stay apart. None (default): no such feature.
         stall_steps: Truncate the episode (``stalled``) after this many consecutive decision
             steps without progress: a legal action was offered, yet no job was placed and
             the round's time advanced with nothing running (e.g. a policy that always
@@ -209,7 +206,6 @@ class EnvSettings:
     stall_steps: int | None = 1000
     resizable: bool = False
     retry_refused: bool = False
-    long_scale_s: float | None = None
 
     def __post_init__(self) -> None:
         ss = self.stall_steps
@@ -258,13 +254,6 @@ class EnvSettings:
             if isinstance(v, bool) or int(v) != v or int(v) < lo:
                 raise ValueError(f"{name}={v!r} must be an integer >= {lo}")
             object.__setattr__(self, name, int(v))
-        ls = self.long_scale_s
-        if ls is not None:
-            if isinstance(ls, bool) or not (math.isfinite(float(ls)) and float(ls) > 0):
-                raise ValueError(
-                    f"long_scale_s={ls!r} must be a number of seconds > 0 (e.g. 36000) or None"
-                )
-            object.__setattr__(self, "long_scale_s", float(ls))
         wb = self.window_backfill
         if isinstance(wb, bool) or int(wb) != wb or not 0 <= int(wb) <= self.window:
             raise ValueError(

@@ -144,21 +144,3 @@ def test_node_slowdown_feature_table_grows_with_the_entry_count() -> None:
     want = np.where(count >= 1, 1.0 - keep ** np.maximum(count - 1, 0), 0.0)
     np.testing.assert_array_equal(out[:, T + 6], want)
     np.testing.assert_array_equal(out[:, :T], fb.type_onehot)
-
-
-def test_the_long_scale_feature_squashes_the_remaining_time_at_its_scale() -> None:
-    """``long_scale_s``: each window slot's last common column is the estimated remaining time
-    (the same one the 1-hour column squashes) squashed at the long scale; 0 on empty slots."""
-    from hetsched.envs.testing import small_env_kwargs
-
-    L = 36000.0
-    env = ClusterParallelEnv(**small_env_kwargs(num_jobs=24, long_scale_s=L))
-    env.reset(seed=1)
-    common = env.core._obs_parts()[1]
-    hour, long = common[:, -2], common[:, -1]
-    x = 3600.0 * hour / (1.0 - hour)  # the remaining time (s) behind the 1-hour squash
-    np.testing.assert_allclose(long, x / (x + L), rtol=1e-9, atol=1e-12)
-    assert (long[env.core.slot_ok] > 0).all() and (long[~env.core.slot_ok] == 0).all()
-    assert (long < hour)[env.core.slot_ok].all()  # a longer scale: smaller values
-    with pytest.raises(ValueError, match="long_scale_s"):
-        ClusterParallelEnv(**small_env_kwargs(long_scale_s=-1.0))

@@ -194,10 +194,3 @@ def test_kernels_match_numpy_under_an_information_track(
     for env in (fast, ref):
         env.core.features.set_runtime_info(RuntimeInfo(mode), seed=5)
     assert _lockstep(fast, ref, steps=300, seed=3) > 0
-
-
-def test_kernels_match_numpy_with_the_long_scale_feature(monkeypatch: pytest.MonkeyPatch) -> None:
-    fast, ref = _pair(monkeypatch, **small_env_kwargs(num_jobs=24, long_scale_s=36000.0))
-    plain = ClusterParallelEnv(**small_env_kwargs(num_jobs=24))
-    assert fast.core.layout.job_dim == plain.core.layout.job_dim + 1
-    assert _lockstep(fast, ref, steps=300, seed=3) > 0

@@ -212,8 +212,6 @@ class BCConf:
         lr: Adam learning rate.
         batch: Decision steps per minibatch.
         value_coef: Weight of the critic's regression on the teacher's returns.
-        lr_final: Learning rate of the last round's fit; the rounds' rates run geometrically
-            from ``lr`` (round 0) to it. None: ``lr`` throughout.
     """
 
     episodes: int = 40
@@ -224,11 +222,6 @@ class BCConf:
     lr: float = 1e-3
     batch: int = 64
     value_coef: float = 0.5
-    lr_final: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.lr_final is not None and not self.lr_final > 0:
-            raise ValueError(f"agent.bc.lr_final={self.lr_final!r} must be positive (or null)")
 
 
 @dataclass

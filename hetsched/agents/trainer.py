@@ -53,7 +53,7 @@ from hetsched.agents.checkpoint import (
     save_checkpoint,
     set_numpy_state,
 )
-from hetsched.agents.config import BCConf, ClusterDrawConf, CurriculumItem, TrainConfig
+from hetsched.agents.config import ClusterDrawConf, CurriculumItem, TrainConfig
 from hetsched.agents.driver import TeamEnv
 from hetsched.agents.learner import TrainingDivergedError, bc_fit, ppo_update
 from hetsched.agents.rollout import (
@@ -384,8 +384,6 @@ class Trainer:
                 data = data[-b.buffer_episodes :]
                 if jcts:
                     self.log_scalars("rollout", {f"{mode}_avg_jct_h": float(np.mean(jcts))})
-                for g in self.opt.param_groups:
-                    g["lr"] = bc_lr(b, r, len(sizes) - 1)
                 fit = bc_fit(self.learner, self.opt, data, b, p.attn_reg, self.rng)
                 self._from_learner()
                 self.log_scalars("train", fit)
@@ -560,13 +558,6 @@ class Trainer:
         self.baseline = dict(ck["baseline"]) or None
         set_numpy_state(self.rng, ck["rng"]["numpy"])
         torch.set_rng_state(ck["rng"]["torch"])
-
-
-def bc_lr(conf: BCConf, r: int, last: int) -> float:
-    """Learning rate of behaviour-cloning round ``r`` of ``0..last`` (``BCConf.lr_final``)."""
-    if conf.lr_final is None or last <= 0:
-        return conf.lr
-    return float(conf.lr * (conf.lr_final / conf.lr) ** (r / last))
 
 
 def _step_of(path: Path) -> int:

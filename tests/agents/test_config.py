@@ -176,18 +176,3 @@ def test_an_unknown_decision_order_is_refused() -> None:
     assert AgentEnvConf().decision_order in DECISION_ORDERS
     with pytest.raises(ValueError, match="decision_order='fastest'"):
         AgentEnvConf(decision_order="fastest")
-
-
-def test_bc_learning_rate_decays_geometrically_to_lr_final() -> None:
-    from hetsched.agents.config import BCConf
-    from hetsched.agents.trainer import bc_lr
-
-    flat = BCConf(lr=1e-3)
-    assert [bc_lr(flat, r, 8) for r in (0, 4, 8)] == [1e-3] * 3
-    decay = BCConf(lr=1e-3, lr_final=1e-5)
-    rates = [bc_lr(decay, r, 8) for r in range(9)]
-    assert rates[0] == pytest.approx(1e-3) and rates[-1] == pytest.approx(1e-5)
-    assert rates[4] == pytest.approx(1e-4)  # halfway in log space
-    assert all(a > b for a, b in zip(rates, rates[1:], strict=False))
-    with pytest.raises(ValueError, match="agent.bc.lr_final=-0.1"):
-        BCConf(lr_final=-0.1)

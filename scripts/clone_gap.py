@@ -73,24 +73,13 @@ class Probe:
         ``played`` (each shape (N,))."""
         import torch
 
-        from hetsched.agents.acting import (
-            agent_observations,
-            cores_priority,
-            graph_of,
-            masks_and_binding,
-            rate_priority,
-        )
+        from hetsched.agents.acting import agent_observations, graph_of, masks_and_binding
         from hetsched.agents.coordination import ordered_actions
 
         env = policy.conf.env
         mask, single, bind = masks_and_binding(core, env)
         P, K, A = core.n_place, core.K, core.n_actions
         L = (P - 1) // K
-        prio = None
-        if env.decision_order == "rate":
-            prio = rate_priority(core, mask)
-        elif env.decision_order == "cores":
-            prio = cores_priority(core, mask, policy.actor.teacher)
         teach = np.where(np.arange(A)[None, :] == label[:, None], 0.0, -50.0)
         _, eff = ordered_actions(
             teach,
@@ -100,7 +89,7 @@ class Probe:
             None,
             extra=A - P,
             binding=bind if (env.wait_below > 0 or env.gang_binding) else None,
-            priority=prio,
+            priority=policy.actor.priority(core, mask),
             gang_type=core.cluster.node_type if env.gang_binding else None,
         )
         obs = torch.from_numpy(agent_observations(core, env))[None]

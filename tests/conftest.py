@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -128,6 +129,16 @@ def cluster_factory() -> Callable[..., Cluster]:
 @pytest.fixture
 def workload_factory() -> Callable[..., Workload]:
     return make_workload
+
+
+def script_module(script: str) -> Any:
+    """Import ``scripts/<script>`` as a module (its ``__main__`` block does not run)."""
+    path = Path(__file__).resolve().parents[1] / "scripts" / script
+    spec = importlib.util.spec_from_file_location(Path(script).stem, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def script_table(script: str, args: list[str]) -> list[dict[str, str]]:

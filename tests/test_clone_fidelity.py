@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import script_module
 
 from hetsched.envs.spaces import ActionCodec, LevelSets
 
@@ -19,11 +19,7 @@ SCRIPT = ROOT / "scripts" / "clone_fidelity.py"
 
 
 def _module() -> Any:
-    spec = importlib.util.spec_from_file_location("clone_fidelity", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return script_module("clone_fidelity.py")
 
 
 def _core() -> SimpleNamespace:

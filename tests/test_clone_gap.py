@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from conftest import script_module
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "clone_gap.py"
 
 
 def _module() -> Any:
-    spec = importlib.util.spec_from_file_location("clone_gap", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return script_module("clone_gap.py")
 
 
 def test_label_outcomes_tell_jobs_levels_passes_and_moves_apart() -> None:

@@ -349,7 +349,7 @@ class Acting:
                 graph=self.conf.conflict != "none",
                 extra=extra,
                 binding=bind,
-                priority=self._priority(core, mask, rates),
+                priority=self.priority(core, mask, rates),
                 gang_type=core.cluster.node_type if env.gang_binding else None,
             )
         if not (actions > 0).any() and core.any_legal and core.round_allocation().size == 0:
@@ -372,10 +372,11 @@ class Acting:
             "value": np.float32(value.item()),
         }
 
-    def _priority(
-        self, core: EnvCore, mask: NDArray[np.int8], rates: Rates | None
+    def priority(
+        self, core: EnvCore, mask: NDArray[np.int8], rates: Rates | None = None
     ) -> NDArray[np.float64] | None:
-        """The decision order's priorities, shape (N,) (None: the most confident first)."""
+        """The decision order's priorities, shape (N,) (None: the most confident first);
+        ``rates``: :func:`window_rates` if already computed."""
         order = self.conf.env.decision_order
         if order == "cores":
             assert self.teacher is not None

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import script_module
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,12 +39,7 @@ def test_bench_env_reports_speed_and_breakdown(tmp_path: Path) -> None:
 
 
 def test_compare_fingerprint_ignores_only_the_named_info_keys() -> None:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("cmp", ROOT / "scripts/bench_env_compare.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = script_module("bench_env_compare.py")
 
     def fp(*ignore: str) -> str:
         cmd = [sys.executable, "-c", mod.FINGERPRINT, "6", *ignore]

@@ -98,6 +98,7 @@ def build_net(conf: NetConf, dims: NetDims) -> MAIFSNet:
         attention=conf.attention,
         graph=conf.graph,
         evict_bias=conf.evict_bias,
+        runtime_rank=conf.runtime_rank,
     )
 
 

@@ -161,7 +161,9 @@ class AgentEnvConf:
 @dataclass
 class NetConf:
     """:class:`hetsched.agents.network.MAIFSNet` sizes and ablation switches; ``evict_bias``
-    is the initial bias of the eviction logits (preemptive env only)."""
+    is the initial bias of the eviction logits (preemptive env only); ``runtime_rank`` gives the
+    job MLP each job's run-time rank on the agent's node (checkpoints saved before it existed
+    load with false)."""
 
     hidden: int = 64
     heads: int = 4
@@ -170,6 +172,7 @@ class NetConf:
     attention: bool = True
     graph: bool = True
     evict_bias: float = 0.0
+    runtime_rank: bool = False
 
 
 @dataclass

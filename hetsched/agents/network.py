@@ -28,6 +28,14 @@ preemptive env ``hetsched/ClusterPreempt-v0``), ``H`` hidden size.
 5. **Centralised critic**: ``V(s) = MLP([mean_i h_i; max_i h_i; global])`` -- size-agnostic.
 
 Ablation switches: ``attention=False`` (no step 2: ``c_i = e_i``), ``graph=False`` (no step 3).
+
+**Run-time ranks** (``runtime_rank=True``): the job MLP of step 1 gets two more inputs per
+slot, computed here from the observation: each window job's estimated run time on the agent's
+GPU type, ``t_ik = t_k / rho_ik`` (``t_k`` the remaining time at the fastest allowed type,
+unsquashed from its window feature; ``rho_ik`` the relative throughput on the node's type),
+as its rank among the slots with a legal action on that node (``#{j : t_ij < t_ik} / (n_i - 1)``)
+and as ``squash(log(t_ik / min_j t_ij), 1)``; 1 for a slot with no legal action. Both are
+scale-free: a trace family whose jobs run for days reads like one whose jobs run for minutes.
 """
 
 from __future__ import annotations
@@ -38,6 +46,11 @@ import torch
 from torch import Tensor, nn
 
 NEG = -1e9
+#: Per-slot offsets, from the slot's end, of the window features the run-time ranks read
+#: (:mod:`hetsched.envs.features`: the estimated remaining time is the last node-independent
+#: feature, followed by the six node-specific ones [cpu, memory, relative throughput, allowed,
+#: any legal action, fits at 1x]).
+EST_FROM_END, REL_FROM_END, LEGAL_FROM_END = 7, 4, 2
 #: Modules of the eviction head (present only with ``NetDims.evict_slots > 0``).
 EVICT_HEAD: tuple[str, ...] = ("ev_h", "ev_r", "ev_out")
 #: Modules of the resize head (present only with ``NetDims.resize_slots > 0``).
@@ -118,6 +131,7 @@ class MAIFSNet(nn.Module):
         graph: Use the soft coordination graph.
         evict_bias: Initial bias of the eviction logits (negative: evict rarely at first, e.g.
             when a trained non-preemptive network starts a preemptive run).
+        runtime_rank: Give the job MLP the run-time ranks (module docstring).
     """
 
     def __init__(
@@ -130,6 +144,7 @@ class MAIFSNet(nn.Module):
         attention: bool = True,
         graph: bool = True,
         evict_bias: float = 0.0,
+        runtime_rank: bool = False,
     ) -> None:
         super().__init__()
         if hidden % heads:
@@ -139,10 +154,11 @@ class MAIFSNet(nn.Module):
         self.heads = heads
         self.use_attention = attention
         self.use_graph = graph
+        self.runtime_rank = runtime_rank
         H = hidden
         self.type_emb = nn.Embedding(dims.num_types, type_emb)
         self.res_enc = _mlp(dims.res_dim, H, H)
-        self.job_enc = _mlp(dims.job_dim, H, H)
+        self.job_enc = _mlp(dims.job_dim + (2 if runtime_rank else 0), H, H)
         self.node_enc = _mlp(type_emb + dims.node_head + 2 * H + dims.global_dim, H, H)
         self.wq = nn.Linear(H, H, bias=False)
         self.wk = nn.Linear(H, H, bias=False)
@@ -193,12 +209,31 @@ class MAIFSNet(nn.Module):
         res_e = self.res_enc(res) * res[..., :1]
         r = res_e.sum(dim=2) / d.resident_slots
         present = win[..., :1]
-        jobs = self.job_enc(win) * present
+        jobs = self.job_enc(self._with_ranks(win) if self.runtime_rank else win) * present
         jpool = jobs.sum(dim=2) / present.sum(dim=2).clamp(min=1.0)
         e = self.node_enc(
             torch.cat([temb, head, r, jpool, glob[:, None, :].expand(B, N, -1)], dim=-1)
         )
         return e, jobs, glob, res_e
+
+    @staticmethod
+    def _with_ranks(win: Tensor) -> Tensor:
+        """``win`` ``(B, N, K, job_dim)`` with the two run-time rank inputs appended."""
+        J = win.shape[-1]
+        s = win[..., J - EST_FROM_END].float().clamp(0.0, 0.9999)
+        rel = win[..., J - REL_FROM_END].float()
+        legal = (win[..., J - LEGAL_FROM_END] > 0.5) & (rel > 0)
+        t = s / (1.0 - s) / rel.clamp(min=1e-6) + 1e-6  # hours on this node's type
+        t = torch.where(legal, t, torch.full_like(t, float("inf")))
+        n = legal.sum(dim=-1, keepdim=True)
+        below = (t[..., None, :] < t[..., :, None]).sum(dim=-1)  # (B, N, K)
+        rank = below / (n - 1).clamp(min=1)
+        lo = t.min(dim=-1, keepdim=True).values
+        lr = torch.log(t / lo)
+        gap = lr / (lr + 1.0)
+        one = torch.ones_like(rank)
+        extra = torch.stack([torch.where(legal, rank, one), torch.where(legal, gap, one)], -1)
+        return torch.cat([win, extra.to(win.dtype)], dim=-1)
 
     def attend(self, e: Tensor) -> tuple[Tensor, Tensor]:
         """MAAC-style attention over the other agents: context ``(B, N, H)``, logit L2 ``()``."""

@@ -1,0 +1,52 @@
+"""The network's run-time rank inputs read the window features they are documented to read."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from conftest import make_cluster, make_workload
+from helpers import tiny_tm
+
+from hetsched.agents.acting import agent_observations, env_settings, net_dims
+from hetsched.agents.config import MAIFSAgentConf
+from hetsched.agents.driver import TeamEnv
+from hetsched.agents.network import MAIFSNet
+
+
+def _env() -> tuple[TeamEnv, MAIFSAgentConf]:
+    """A T4 node and an A100 node (2 GPUs each); three 1-GPU jobs waiting: 1 h, 3 h and 10 h
+    of work at the A100's rate (4x the T4's)."""
+    conf = MAIFSAgentConf()
+    cl = make_cluster(
+        [
+            {"gpu_type": "t4", "count": 1, "gpus": 2, "cpus": 16, "mem_gib": 64},
+            {"gpu_type": "a100", "count": 1, "gpus": 2, "cpus": 16, "mem_gib": 64},
+        ]
+    )
+    tm = tiny_tm()
+    hours = [1.0, 3.0, 10.0]
+    wl = make_workload([0.0] * 3, [4.0 * 3600 * h for h in hours], [1, 1, 1])
+    env = TeamEnv(cl, wl, tm, env_settings(conf.env), conf.env.max_steps)
+    env.reset(np.random.default_rng(0))
+    return env, conf
+
+
+def test_runtime_ranks_order_the_legal_jobs_by_run_time_on_each_node() -> None:
+    env, conf = _env()
+    core = env.core
+    obs = torch.from_numpy(agent_observations(core, conf.env))
+    dims = net_dims(core.features.layout, core.cfg.levels)
+    win = obs[None, :, -(dims.window * dims.job_dim + dims.global_dim) : -dims.global_dim]
+    win = win.reshape(1, core.N, dims.window, dims.job_dim)
+    extra = MAIFSNet._with_ranks(win)[0, :, :, -2:]  # (N, K, 2)
+    slot = {int(j): k for k, j in enumerate(core.window) if core.slot_ok[k]}
+    for node in range(core.N):
+        ranks = [float(extra[node, slot[j], 0]) for j in range(3)]
+        assert ranks == [0.0, 0.5, 1.0]  # 1 h, 3 h, 10 h: shortest first on both nodes
+        gap = float(extra[node, slot[2], 1])  # 10 h over the 1 h job: log(10) squashed
+        assert abs(gap - np.log(10) / (np.log(10) + 1)) < 0.02
+        empty = int(np.flatnonzero(~core.slot_ok)[0])
+        assert extra[node, empty].tolist() == [1.0, 1.0]  # no legal action: both read 1
+    net = MAIFSNet(dims, runtime_rank=True)
+    assert net.job_enc[0].in_features == dims.job_dim + 2
+    assert torch.isfinite(net.encode(obs[None])[1]).all()

@@ -373,6 +373,30 @@ class Acting:
             "value": np.float32(value.item()),
         }
 
+    def label_masks(self, core: EnvCore, label: NDArray[np.int64]) -> NDArray[np.bool_]:
+        """The masks ``(N, A)`` each agent decides under in the ordered decision when every
+        agent plays ``label`` (the teacher's joint action), as :meth:`step` orders it."""
+        env = self.conf.env
+        rates = window_rates(core) if env.decision_order == "rate" else None
+        mask, single, bind = masks_and_binding(core, env, rates)
+        A, P = core.n_actions, core.n_place
+        teach = np.where(np.arange(A)[None, :] == label[:, None], 0.0, -50.0)
+        if not (env.wait_below > 0 or env.gang_binding):
+            bind = None
+        _, eff = ordered_actions(
+            teach,
+            mask,
+            single,
+            core.K,
+            None,
+            graph=self.conf.conflict != "none",
+            extra=A - P,
+            binding=bind,
+            priority=self.priority(core, mask, rates),
+            gang_type=core.cluster.node_type if env.gang_binding else None,
+        )
+        return np.asarray(eff, dtype=bool)
+
     def priority(
         self, core: EnvCore, mask: NDArray[np.int8], rates: Rates | None = None
     ) -> NDArray[np.float64] | None:

@@ -215,6 +215,9 @@ class BCConf:
         lr: Adam learning rate.
         batch: Decision steps per minibatch.
         value_coef: Weight of the critic's regression on the teacher's returns.
+        ordered_masks: Record each teacher label under the mask its agent decides under in
+            the ordered decision when the agents before it play the teacher's labels
+            (:meth:`hetsched.agents.acting.Actor.label_masks`); false: the env's mask.
     """
 
     episodes: int = 40
@@ -225,6 +228,7 @@ class BCConf:
     lr: float = 1e-3
     batch: int = 64
     value_coef: float = 0.5
+    ordered_masks: bool = False
 
 
 @dataclass

@@ -127,13 +127,16 @@ def play(
         else:
             mask, _ = agent_masks(core, conf.env)
             label = teacher.act(core)
+            adj = graph_of(mask, core.K, core.n_actions - core.n_place)
+            if conf.bc.ordered_masks:
+                mask = acting.label_masks(core, label)
             # A teacher label the agent's action semantics forbid (it passes where the agent
             # must claim) teaches nothing: weight 0.
             weight = (mask[np.arange(core.N), label] != 0).astype(np.float32)
             d = {
                 "obs": agent_observations(core, conf.env).astype(np.float16),
                 "mask": mask.astype(bool),
-                "adj": graph_of(mask, core.K, core.n_actions - core.n_place),
+                "adj": adj,
                 "actions": label,
                 "logp": np.zeros(core.N, dtype=np.float32),
                 "value": np.float32(0.0),

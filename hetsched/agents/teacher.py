@@ -241,8 +241,8 @@ class SJFTeacher:
                 raise ValueError(f"{name}={v!r} must be >= 0 seconds (or None)")
         self.migrate_gain_s = None if migrate_gain_s is None else float(migrate_gain_s)
         self.resize_gain_s = None if resize_gain_s is None else float(resize_gain_s)
-        if order not in ("sjf", "arrival"):
-            raise ValueError(f"order={order!r} must be 'sjf' or 'arrival'")
+        if order not in ("sjf", "arrival", "node"):
+            raise ValueError(f"order={order!r} must be 'sjf', 'arrival' or 'node'")
         if not 0.0 <= min_rel_rate <= 1.0:
             raise ValueError(f"min_rel_rate={min_rel_rate!r} must lie in [0, 1]")
         self.order = order
@@ -425,16 +425,21 @@ class SJFTeacher:
         est = np.where(top > 0, rem / np.where(top > 0, top, 1.0), np.inf)
         slots = np.flatnonzero(core.slot_ok)
         long = est > self.long_s
-        if self.order == "sjf":
+        if self.order in ("sjf", "node"):
             key = np.where(long, -est, est)  # long jobs first (makespan), then shortest first
             slots = slots[np.lexsort((est[slots], key[slots]))]
         if self.evict_ratio is not None and core.cfg.preemptive:  # evicted this round: last
             ev = core.evicted_this_round[w[slots]]
             slots = np.concatenate([slots[~ev], slots[ev]])
         taken = np.zeros(N, dtype=bool)
+        claimed = np.zeros(core.K, dtype=bool)
+        if self.order == "node":
+            self._node_major(core, actions, rate, lvl, lvl_g, rem, est, long, taken, claimed)
         legal = core.ma.legal
         levels = self.gpu_levels(core)
         for k in slots.tolist():  # at most K jobs per step
+            if claimed[k]:
+                continue
             r = np.where(taken, 0.0, rate[:, k])
             if r.max() > 0:
                 if long[k] and here[r > 0, k].max() < self.min_rel_rate * best_any[k]:
@@ -456,6 +461,40 @@ class SJFTeacher:
             members = np.flatnonzero(gang & (nt == t))
             actions[members] = int(core.codec.encode(k, g1, c1, m1))
             taken[members] = True
+
+    def _node_major(
+        self,
+        core: EnvCore,
+        actions: NDArray[np.int64],
+        rate: F64,
+        lvl: NDArray[np.int64],
+        lvl_g: NDArray[np.int64],
+        rem: F64,
+        est: F64,
+        long: NDArray[np.bool_],
+        taken: NDArray[np.bool_],
+        claimed: NDArray[np.bool_],
+    ) -> None:
+        """Node-major claims (``order="node"``): the nodes in the order of their best relative
+        rate over the jobs they may host (:func:`hetsched.agents.acting.cores_priority`), each
+        claiming the job it runs shortest (long jobs first, longest first), at the levels of
+        :meth:`rates`."""
+        m1 = core.cfg.levels.one_index[2]
+        top = rate.max(axis=0)
+        ok = rate > 0
+        rel = np.where(ok, rate / np.where(top > 0, top, 1.0)[None, :], -1.0)
+        prio = rel.max(axis=1)
+        t_here = np.where(ok, rem[None, :] / np.where(ok, rate, 1.0), np.inf)
+        key = np.where(long[None, :], -est[None, :] - 1e12, t_here)
+        for n in np.lexsort((np.arange(core.N), -prio)).tolist():
+            if prio[n] < 0:
+                break
+            k_key = np.where(ok[n] & ~claimed, key[n], np.inf)
+            k = int(np.argmin(k_key))
+            if not np.isfinite(k_key[k]):
+                continue
+            actions[n] = int(core.codec.encode(k, int(lvl_g[n, k]), int(lvl[n, k]), m1))
+            taken[n] = claimed[k] = True
 
     def _evict(self, core: EnvCore, actions: NDArray[np.int64], ratio: float) -> None:
         """Step 4 of the module docstring: evictions written into ``actions`` (N,) of the

@@ -1,0 +1,72 @@
+"""The node-major teacher (``order="node"``) and the labels' ordered masks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import make_cluster, make_workload
+from helpers import tiny_tm
+
+from hetsched.agents.acting import Acting, build_net, env_settings, net_dims
+from hetsched.agents.config import MAIFSAgentConf
+from hetsched.agents.driver import TeamEnv
+from hetsched.agents.teacher import SJFTeacher
+
+
+def _env(conf: MAIFSAgentConf, hours: list[float]) -> TeamEnv:
+    """A T4 node and an A100 node, one GPU each; 1-GPU jobs of model 'a' (4x faster on the
+    A100) waiting at t=0, with work in proportion to ``hours`` (``h`` runs 2h/3 hours on the
+    A100 at the teacher's CPU level, phi 1.5)."""
+    cl = make_cluster(
+        [
+            {"gpu_type": "t4", "count": 1, "gpus": 1, "cpus": 16, "mem_gib": 64},
+            {"gpu_type": "a100", "count": 1, "gpus": 1, "cpus": 16, "mem_gib": 64},
+        ]
+    )
+    n = len(hours)
+    wl = make_workload([0.0] * n, [4.0 * 3600 * h for h in hours], [1] * n)
+    env = TeamEnv(cl, wl, tiny_tm(), env_settings(conf.env), conf.env.max_steps)
+    env.reset(np.random.default_rng(0))
+    return env
+
+
+def _jobs(env: TeamEnv, actions: np.ndarray) -> list[int]:
+    """The job each node claims (-1: none)."""
+    core = env.core
+    out = []
+    for a in actions.tolist():
+        if 0 < a < core.n_place:
+            out.append(int(core.window[core.codec.decode(np.array([a]))[0][0]]))
+        else:
+            out.append(-1)
+    return out
+
+
+def test_node_major_teacher_lets_the_fastest_node_take_its_shortest_job_first() -> None:
+    conf = MAIFSAgentConf()
+    env = _env(conf, [5.0, 1.0, 3.0])
+    t = SJFTeacher(order="node", min_rel_rate=0.0, long_s=1e9)
+    assert _jobs(env, t.act(env.core)) == [2, 1]  # A100: the shortest job; T4: the next one
+    # long jobs first, longest first, as in the job-major order
+    t_long = SJFTeacher(order="node", min_rel_rate=0.0, long_s=1.5 * 3600.0)  # jobs 0 and 2
+    assert _jobs(env, t_long.act(env.core)) == [2, 0]
+    with pytest.raises(ValueError, match="order"):
+        SJFTeacher(order="nodes")
+
+
+def test_label_masks_take_the_earlier_agents_claims_out_of_the_later_ones_masks() -> None:
+    conf = MAIFSAgentConf()
+    conf.env.decision_order = "cores"
+    conf.teacher.order = "node"
+    conf.teacher.long_s = 1e9
+    env = _env(conf, [5.0, 1.0, 3.0])
+    core = env.core
+    label = SJFTeacher.for_agent(conf).act(core)
+    net = build_net(conf.net, net_dims(core.layout, core.cfg.levels)).eval()
+    eff = Acting(net, conf, greedy=True).label_masks(core, label)
+    assert eff[np.arange(core.N), label].all()  # every label is legal where it is scored
+    K, L = core.K, (core.n_place - 1) // core.K
+    slot = [int(np.flatnonzero(core.window == j)[0]) for j in (1, 2)]
+    claims = eff[:, 1 : core.n_place].reshape(core.N, K, L).any(axis=2)
+    assert claims[1, slot[0]] and claims[1, slot[1]]  # the A100 decides first: both open
+    assert not claims[0, slot[0]] and claims[0, slot[1]]  # the T4: the A100's job is taken

@@ -179,7 +179,8 @@ class NetConf:
 class TeacherConf:
     """:class:`hetsched.agents.teacher.SJFTeacher` (behaviour-cloning warm start).
 
-    ``evict_ratio`` and ``evict_wait_s`` label evictions in the preemptive env (the teacher's
+    ``order``: ``sjf`` (job-major), ``arrival`` or ``node`` (node-major, in the agents'
+    ``cores`` decision order; the teacher's step 3). ``evict_ratio`` and ``evict_wait_s`` label evictions in the preemptive env (the teacher's
     step 4; null: the teacher never evicts). ``elastic_share``: an elastic job starts at the
     fastest GPU level within its share of the cluster (GPUs over jobs in the system) rather
     than at its request (checkpoints saved before it existed load with false).

@@ -173,7 +173,7 @@ class TeacherPolicy(ActorPolicy):
 
     Args:
         window: Candidate window K.
-        order: ``"sjf"`` or ``"arrival"``.
+        order: ``"sjf"``, ``"arrival"`` or ``"node"`` (:class:`SJFTeacher`).
         min_rel_rate: Wait for a faster GPU below this fraction of the best rate.
         fungible: Use CPU levels other than the request.
         long_s: Jobs estimated longer than this (s) go first and wait for a fast GPU.

@@ -125,17 +125,18 @@ def play(
             d["weight"] = np.ones(core.N, dtype=np.float32)
             run = d["actions"]
         else:
-            mask, _ = agent_masks(core, conf.env)
+            env_mask, _ = agent_masks(core, conf.env)
             label = teacher.act(core)
-            adj = graph_of(mask, core.K, core.n_actions - core.n_place)
-            if conf.bc.ordered_masks:
-                mask = acting.label_masks(core, label)
+            adj = graph_of(env_mask, core.K, core.n_actions - core.n_place)
+            mask = (
+                acting.label_masks(core, label) if conf.bc.ordered_masks else env_mask.astype(bool)
+            )
             # A teacher label the agent's action semantics forbid (it passes where the agent
             # must claim) teaches nothing: weight 0.
-            weight = (mask[np.arange(core.N), label] != 0).astype(np.float32)
+            weight = mask[np.arange(core.N), label].astype(np.float32)
             d = {
                 "obs": agent_observations(core, conf.env).astype(np.float16),
-                "mask": mask.astype(bool),
+                "mask": mask,
                 "adj": adj,
                 "actions": label,
                 "logp": np.zeros(core.N, dtype=np.float32),

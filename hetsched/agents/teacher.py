@@ -20,7 +20,13 @@ Rule, at every decision step:
    makespan); the others shortest estimated time first (``order="sjf"``, for the mean JCT) or
    in window order.
 3. Each job goes to the free node (not yet claimed this step) with the highest rate, ties to the
-   best fit (fewest free GPUs) then the lowest index. A long job waits for a faster GPU when
+   best fit (fewest free GPUs) then the lowest index. With ``order="node"`` (node-major) the
+   single-node claims are made node by node instead, in the order the agents decide in under
+   ``decision_order="cores"`` (each node's best rate over the jobs it may host relative to the
+   best rate any node offers each job, highest first, ties to the lower index): each node
+   claims, of the jobs not yet claimed, the one it runs shortest (long jobs first, longest
+   first), so a node's label depends on the other nodes only through the jobs the nodes before
+   it took; gangs follow as below. A long job waits for a faster GPU when
    every free node that could host it has a GPU type on which it runs below ``min_rel_rate``
    times the isolated throughput one node of the cluster could give it (the fastest allowed
    type with a node of its GPU count; :func:`best_alone_tput`). A job no node can host alone is claimed by every free legal node of the GPU type
@@ -193,7 +199,8 @@ class SJFTeacher:
     """Teacher actions for an :class:`EnvCore` (see the module docstring).
 
     Args:
-        order: ``"sjf"`` (shortest estimated time first) or ``"arrival"`` (window order).
+        order: ``"sjf"`` (shortest estimated time first), ``"arrival"`` (window order) or
+            ``"node"`` (node-major shortest first; module docstring, step 3).
         min_rel_rate: A job waits rather than run below this fraction of its best rate.
         fungible: Use the CPU levels (False: every job at its requested 1.0 levels).
         long_s: Jobs whose estimated time exceeds this (s) go first and wait for a fast GPU.

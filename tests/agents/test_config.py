@@ -176,3 +176,20 @@ def test_an_unknown_decision_order_is_refused() -> None:
     assert AgentEnvConf().decision_order in DECISION_ORDERS
     with pytest.raises(ValueError, match="decision_order='fastest'"):
         AgentEnvConf(decision_order="fastest")
+
+
+def test_node_major_preset_is_the_recipe_with_the_node_major_teacher() -> None:
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        base = OmegaConf.to_object(compose("train", overrides=["agent=maifs"]))
+        node = OmegaConf.to_object(compose("train", overrides=["agent=maifs_node"]))
+    assert isinstance(base, TrainConfig) and isinstance(node, TrainConfig)
+    a, b = node.agent, base.agent
+    assert (a.teacher.order, a.env.decision_order) == ("node", "cores")  # the same order
+    assert a.bc.ordered_masks and a.net.runtime_rank and a.env.resizable
+    assert min(a.env.gpu_levels) == 0.125 and a.teacher.resize_gain_s is not None
+    # the rest is the recipe's
+    assert (a.env.preemptive, a.env.migrate_speedup, a.env.window_backfill) == (
+        b.env.preemptive,
+        b.env.migrate_speedup,
+        b.env.window_backfill,
+    )

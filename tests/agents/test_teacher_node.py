@@ -70,3 +70,27 @@ def test_label_masks_take_the_earlier_agents_claims_out_of_the_later_ones_masks(
     claims = eff[:, 1 : core.n_place].reshape(core.N, K, L).any(axis=2)
     assert claims[1, slot[0]] and claims[1, slot[1]]  # the A100 decides first: both open
     assert not claims[0, slot[0]] and claims[0, slot[1]]  # the T4: the A100's job is taken
+
+
+def test_teacher_episodes_record_the_ordered_masks_and_score_every_label() -> None:
+    """With ``bc.ordered_masks`` a teacher episode's recorded masks are the ordered ones: the
+    T4 node's mask at the first step lacks the job the A100 node took, and every label of the
+    node-major teacher is legal where it is scored (weight 1)."""
+    from hetsched.agents.rollout import EpisodeSpec, play
+
+    conf = MAIFSAgentConf()
+    conf.env.decision_order = "cores"
+    conf.teacher.order = "node"
+    conf.teacher.long_s = 1e9
+    runs = {}
+    for ordered in (False, True):
+        conf.bc.ordered_masks = ordered
+        env = _env(conf, [5.0, 1.0, 3.0])
+        net = build_net(conf.net, net_dims(env.core.layout, env.core.cfg.levels))
+        teacher = SJFTeacher.for_agent(conf)
+        runs[ordered] = play(env, net, conf, teacher, EpisodeSpec(0, 0, 0, "teacher"))
+    plain, ordered_ep = runs[False], runs[True]
+    assert (plain.actions == ordered_ep.actions).all()  # the same teacher, the same episode
+    assert (ordered_ep.mask.sum(axis=-1) <= plain.mask.sum(axis=-1)).all()
+    assert ordered_ep.mask[0, 0].sum() < plain.mask[0, 0].sum()  # the T4, after the A100
+    assert (ordered_ep.weight == 1.0).all()

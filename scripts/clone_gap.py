@@ -74,24 +74,12 @@ class Probe:
         import torch
 
         from hetsched.agents.acting import agent_observations, graph_of, masks_and_binding
-        from hetsched.agents.coordination import ordered_actions
 
         env = policy.conf.env
-        mask, single, bind = masks_and_binding(core, env)
+        mask = masks_and_binding(core, env)[0]
         P, K, A = core.n_place, core.K, core.n_actions
         L = (P - 1) // K
-        teach = np.where(np.arange(A)[None, :] == label[:, None], 0.0, -50.0)
-        _, eff = ordered_actions(
-            teach,
-            mask,
-            single,
-            K,
-            None,
-            extra=A - P,
-            binding=bind if (env.wait_below > 0 or env.gang_binding) else None,
-            priority=policy.actor.priority(core, mask),
-            gang_type=core.cluster.node_type if env.gang_binding else None,
-        )
+        eff = policy.actor.label_masks(core, label)
         obs = torch.from_numpy(agent_observations(core, env))[None]
         adj = torch.from_numpy(graph_of(mask, K, A - P))[None]
         with torch.no_grad():

@@ -67,13 +67,18 @@ def env_settings(conf: AgentEnvConf) -> EnvSettings:
 
 
 def net_dims(
-    layout: ObsLayout, levels: LevelSets, *, preemptive: bool = False, resizable: bool = False
+    layout: ObsLayout,
+    levels: LevelSets,
+    *,
+    preemptive: bool = False,
+    resizable: bool = False,
+    job_extra: int = 0,
 ) -> NetDims:
     """The network's view of an observation layout (with eviction actions if preemptive, resize
     actions if resizable)."""
     lg, lc, lm = levels.sizes
     return NetDims(
-        obs_dim=layout.obs_dim,
+        obs_dim=layout.obs_dim + layout.window * job_extra,
         num_types=layout.num_types,
         node_head=7,
         resident_slots=layout.resident_slots,
@@ -84,6 +89,7 @@ def net_dims(
         num_levels=lg * lc * lm,
         evict_slots=layout.resident_slots if preemptive else 0,
         resize_slots=layout.resident_slots if resizable else 0,
+        job_extra=job_extra,
     )
 
 
@@ -270,6 +276,14 @@ def agent_observations(core: EnvCore, conf: AgentEnvConf) -> NDArray[np.float32]
     obs = core.observations()
     if not conf.identity:
         obs[:, identity_columns(core.layout)] = 0.0
+    if conf.share_feature:
+        assert core.wl is not None
+        w = np.where(core.slot_ok, core.window, 0)
+        share = core.cluster.num_gpus / max(1, core.jobs_in_system)
+        v = (np.log2(share / np.maximum(core.wl.req_gpus[w], 1)) + 4.0) / 8.0
+        v = np.clip(v, 0.0, 1.0) * core.slot_ok
+        obs = np.concatenate([obs, np.broadcast_to(v, (core.N, v.shape[0]))], axis=1)
+        obs = obs.astype(np.float32)
     return obs
 
 

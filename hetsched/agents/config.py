@@ -115,6 +115,9 @@ class AgentEnvConf:
             count: grow onto a node that empties, or move to fewer faster GPUs
             (``EnvSettings.migrate_elastic``). Checkpoints saved before this field existed load
             with false.
+        share_feature: Append, per window slot, the job's share of the cluster's GPUs (all
+            GPUs over the jobs in the system) over its request, as ``(log2(x) + 4) / 8``
+            clipped to [0, 1], after the env's observation (study switch).
         identity: Show identity features (the GPU-type one-hot of the own node, the model
             one-hot of resident and window jobs). False zeroes them, so the network sees jobs
             and nodes only through throughput-relative features (the identity-features
@@ -122,6 +125,7 @@ class AgentEnvConf:
     """
 
     window: int = 16
+    share_feature: bool = False
     resident_slots: int = 4
     round_s: float = 60.0
     max_decisions_per_round: int = 32

@@ -73,6 +73,7 @@ class NetDims:
         num_levels: ``L = L_g L_c L_m``.
         evict_slots: Eviction actions (0, or R for the preemptive env).
         resize_slots: Resize actions after them (0, or R for an env with ``resizable``).
+        job_extra: Per-slot features the agent appends after the env's observation.
     """
 
     obs_dim: int
@@ -86,6 +87,7 @@ class NetDims:
     num_levels: int
     evict_slots: int = 0
     resize_slots: int = 0
+    job_extra: int = 0
 
     def __post_init__(self) -> None:
         for name, what in (("evict_slots", "eviction"), ("resize_slots", "resize")):
@@ -100,6 +102,7 @@ class NetDims:
             + self.resident_slots * self.res_dim
             + self.window * self.job_dim
             + self.global_dim
+            + self.window * self.job_extra
         )
         if total != self.obs_dim:
             raise ValueError(f"observation blocks sum to {total}, not obs_dim={self.obs_dim}")
@@ -158,7 +161,7 @@ class MAIFSNet(nn.Module):
         H = hidden
         self.type_emb = nn.Embedding(dims.num_types, type_emb)
         self.res_enc = _mlp(dims.res_dim, H, H)
-        self.job_enc = _mlp(dims.job_dim + (2 if runtime_rank else 0), H, H)
+        self.job_enc = _mlp(dims.job_dim + dims.job_extra + (2 if runtime_rank else 0), H, H)
         self.node_enc = _mlp(type_emb + dims.node_head + 2 * H + dims.global_dim, H, H)
         self.wq = nn.Linear(H, H, bias=False)
         self.wk = nn.Linear(H, H, bias=False)
@@ -204,12 +207,17 @@ class MAIFSNet(nn.Module):
         o += d.resident_slots * d.res_dim
         win = obs[..., o : o + d.window * d.job_dim].reshape(B, N, d.window, d.job_dim)
         o += d.window * d.job_dim
-        glob = obs[:, 0, o:]
+        glob = obs[:, 0, o : o + d.global_dim]
+        if d.job_extra:
+            extra = obs[..., o + d.global_dim :].reshape(B, N, d.window, d.job_extra)
         temb = self.type_emb(onehot.argmax(dim=-1))
         res_e = self.res_enc(res) * res[..., :1]
         r = res_e.sum(dim=2) / d.resident_slots
         present = win[..., :1]
-        jobs = self.job_enc(self._with_ranks(win) if self.runtime_rank else win) * present
+        win_in = self._with_ranks(win) if self.runtime_rank else win
+        if d.job_extra:
+            win_in = torch.cat([win_in, extra.to(win_in.dtype)], dim=-1)
+        jobs = self.job_enc(win_in) * present
         jpool = jobs.sum(dim=2) / present.sum(dim=2).clamp(min=1.0)
         e = self.node_enc(
             torch.cat([temb, head, r, jpool, glob[:, None, :].expand(B, N, -1)], dim=-1)

@@ -219,6 +219,7 @@ class Trainer:
                 self.settings.levels,
                 preemptive=self.settings.preemptive,
                 resizable=self.settings.resizable,
+                job_extra=int(self.conf.env.share_feature),
             )
             for e in self.envs
         }

@@ -358,10 +358,11 @@ class MAIFSPolicy(ActorPolicy):
 
         super().reset(cluster, workload, throughput, rng)
         assert self.core is not None
-        if self.core.layout.obs_dim != self.net.dims.obs_dim:
+        lay, dims = self.core.layout, self.net.dims
+        if lay.obs_dim + lay.window * dims.job_extra != dims.obs_dim:
             raise CheckpointError(
-                f"the checkpoint expects observations of size {self.net.dims.obs_dim}, this "
-                f"cluster/throughput table gives {self.core.layout.obs_dim} (other model table?)"
+                f"the checkpoint expects observations of size {dims.obs_dim}, this "
+                f"cluster/throughput table gives {lay.obs_dim} (other model table?)"
             )
         if self.core.n_actions != self.net.dims.num_actions:
             raise CheckpointError(

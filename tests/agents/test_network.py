@@ -50,3 +50,23 @@ def test_runtime_ranks_order_the_legal_jobs_by_run_time_on_each_node() -> None:
     net = MAIFSNet(dims, runtime_rank=True)
     assert net.job_enc[0].in_features == dims.job_dim + 2
     assert torch.isfinite(net.encode(obs[None])[1]).all()
+
+
+def test_share_feature_appends_one_column_per_window_slot_that_the_network_reads() -> None:
+    """``env.share_feature``: K columns after the env's observation, the same for every agent:
+    the share of the cluster's GPUs (4 GPUs over 3 jobs) over each job's request (1 GPU),
+    ``(log2(4/3) + 4) / 8``, and 0 on empty slots; the network's job encoder takes them."""
+    env, conf = _env()
+    core = env.core
+    conf.env.share_feature = True
+    obs = agent_observations(core, conf.env)
+    K = core.layout.window
+    assert obs.shape == (core.N, core.layout.obs_dim + K)
+    extra = obs[:, -K:]
+    want = (np.log2(4 / 3) + 4) / 8
+    assert np.allclose(extra[:, core.slot_ok], want, atol=1e-6)
+    assert (extra[:, ~core.slot_ok] == 0).all()
+    dims = net_dims(core.layout, core.cfg.levels, job_extra=1)
+    net = MAIFSNet(dims)
+    assert net.job_enc[0].in_features == dims.job_dim + 1
+    assert torch.isfinite(net.encode(torch.from_numpy(obs)[None])[1]).all()

@@ -34,7 +34,13 @@ from hetsched.agents.coordination import (
     ordered_actions,
 )
 from hetsched.agents.network import MAIFSNet, NetDims
-from hetsched.agents.teacher import SJFTeacher, best_alone_tput, share_guard, window_tput
+from hetsched.agents.teacher import (
+    SJFTeacher,
+    best_alone_tput,
+    cluster_share,
+    share_guard,
+    window_tput,
+)
 from hetsched.envs.core import EnvCore
 from hetsched.envs.features import ObsLayout
 from hetsched.envs.rewards import REWARD_TERMS
@@ -279,11 +285,9 @@ def agent_observations(core: EnvCore, conf: AgentEnvConf) -> NDArray[np.float32]
     if conf.share_feature:
         assert core.wl is not None
         w = np.where(core.slot_ok, core.window, 0)
-        share = core.cluster.num_gpus / max(1, core.jobs_in_system)
-        v = (np.log2(share / np.maximum(core.wl.req_gpus[w], 1)) + 4.0) / 8.0
-        v = np.clip(v, 0.0, 1.0) * core.slot_ok
+        v = (np.log2(cluster_share(core) / np.maximum(core.wl.req_gpus[w], 1)) + 4.0) / 8.0
+        v = (np.clip(v, 0.0, 1.0) * core.slot_ok).astype(obs.dtype)
         obs = np.concatenate([obs, np.broadcast_to(v, (core.N, v.shape[0]))], axis=1)
-        obs = obs.astype(np.float32)
     return obs
 
 
@@ -353,20 +357,7 @@ class Acting:
             )
             eff = mask.astype(bool)
         else:
-            if not (env.wait_below > 0 or env.gang_binding):
-                bind = None  # every single-node claim binds: pass once every claim is taken
-            actions, eff = ordered_actions(
-                lg,
-                mask,
-                single,
-                core.K,
-                rng,
-                graph=self.conf.conflict != "none",
-                extra=extra,
-                binding=bind,
-                priority=self.priority(core, mask, rates),
-                gang_type=core.cluster.node_type if env.gang_binding else None,
-            )
+            actions, eff = self._ordered(core, lg, mask, single, bind, rates, rng)
         if not (actions > 0).any() and core.any_legal and core.round_allocation().size == 0:
             # The joint no-op is not an action on an idle cluster (module docstring).
             claims = np.where(eff[:, 1 : core.n_place], lg[:, 1 : core.n_place], -np.inf)
@@ -391,25 +382,39 @@ class Acting:
         """The masks ``(N, A)`` each agent decides under in the ordered decision when every
         agent plays ``label`` (the teacher's joint action), as :meth:`step` orders it."""
         env = self.conf.env
-        rates = window_rates(core) if env.decision_order == "rate" else None
+        need = env.decision_order == "rate" or (env.work_conserving and env.wait_below > 0)
+        rates = window_rates(core) if need else None
         mask, single, bind = masks_and_binding(core, env, rates)
-        A, P = core.n_actions, core.n_place
-        teach = np.where(np.arange(A)[None, :] == label[:, None], 0.0, -50.0)
+        teach = np.where(np.arange(core.n_actions)[None, :] == label[:, None], 0.0, -50.0)
+        return self._ordered(core, teach, mask, single, bind, rates, None)[1]
+
+    def _ordered(
+        self,
+        core: EnvCore,
+        logits: NDArray[np.float64],
+        mask: NDArray[np.int8],
+        single: NDArray[np.bool_],
+        bind: NDArray[np.bool_] | None,
+        rates: Rates | None,
+        rng: np.random.Generator | None,
+    ) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
+        """:func:`ordered_actions` under this agent config: actions and effective masks."""
+        env = self.conf.env
         if not (env.wait_below > 0 or env.gang_binding):
-            bind = None
-        _, eff = ordered_actions(
-            teach,
+            bind = None  # every single-node claim binds: pass once every claim is taken
+        actions, eff = ordered_actions(
+            logits,
             mask,
             single,
             core.K,
-            None,
+            rng,
             graph=self.conf.conflict != "none",
-            extra=A - P,
+            extra=core.n_actions - core.n_place,
             binding=bind,
             priority=self.priority(core, mask, rates),
             gang_type=core.cluster.node_type if env.gang_binding else None,
         )
-        return np.asarray(eff, dtype=bool)
+        return actions, np.asarray(eff, dtype=bool)
 
     def priority(
         self, core: EnvCore, mask: NDArray[np.int8], rates: Rates | None = None

@@ -115,17 +115,17 @@ class AgentEnvConf:
             count: grow onto a node that empties, or move to fewer faster GPUs
             (``EnvSettings.migrate_elastic``). Checkpoints saved before this field existed load
             with false.
-        share_feature: Append, per window slot, the job's share of the cluster's GPUs (all
-            GPUs over the jobs in the system) over its request, as ``(log2(x) + 4) / 8``
-            clipped to [0, 1], after the env's observation (study switch).
         identity: Show identity features (the GPU-type one-hot of the own node, the model
             one-hot of resident and window jobs). False zeroes them, so the network sees jobs
             and nodes only through throughput-relative features (the identity-features
             ablation; such a checkpoint also runs on models and GPU types it never saw).
+        share_feature: Append, per window slot, the job's share of the cluster's GPUs (all
+            GPUs over the jobs in the system) over its request, as ``(log2(x) + 4) / 8``
+            clipped to [0, 1], after the env's observation. Checkpoints saved before this
+            field existed load with false.
     """
 
     window: int = 16
-    share_feature: bool = False
     resident_slots: int = 4
     round_s: float = 60.0
     max_decisions_per_round: int = 32
@@ -144,6 +144,7 @@ class AgentEnvConf:
     wait_below: float = 0.5
     gpu_levels: list[float] = field(default_factory=lambda: list(AGENT_GPU_LEVELS))
     identity: bool = True
+    share_feature: bool = False
     decision_order: str = "rate"
     resizable: bool = False
     migrate_speedup: float | None = None
@@ -184,8 +185,9 @@ class TeacherConf:
     """:class:`hetsched.agents.teacher.SJFTeacher` (behaviour-cloning warm start).
 
     ``order``: ``sjf`` (job-major), ``arrival`` or ``node`` (node-major, in the agents'
-    ``cores`` decision order; the teacher's step 3). ``evict_ratio`` and ``evict_wait_s`` label evictions in the preemptive env (the teacher's
-    step 4; null: the teacher never evicts). ``elastic_share``: an elastic job starts at the
+    ``cores`` decision order; the teacher's step 3). ``evict_ratio`` and ``evict_wait_s``
+    label evictions in the preemptive env (the teacher's step 4; null: the teacher never
+    evicts). ``elastic_share``: an elastic job starts at the
     fastest GPU level within its share of the cluster (GPUs over jobs in the system) rather
     than at its request (checkpoints saved before it existed load with false).
     ``resize_gain_s``: in an env with resize actions, double a running elastic job when that
@@ -222,7 +224,7 @@ class BCConf:
         value_coef: Weight of the critic's regression on the teacher's returns.
         ordered_masks: Record each teacher label under the mask its agent decides under in
             the ordered decision when the agents before it play the teacher's labels
-            (:meth:`hetsched.agents.acting.Actor.label_masks`); false: the env's mask.
+            (:meth:`hetsched.agents.acting.Acting.label_masks`); false: the env's mask.
     """
 
     episodes: int = 40

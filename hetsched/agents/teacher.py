@@ -99,6 +99,12 @@ def window_tput(core: EnvCore, w: NDArray[np.int64]) -> NDArray[np.float64]:
     )
 
 
+def cluster_share(core: EnvCore) -> float:
+    """A job's share of the cluster's GPUs: all GPUs over the jobs in the system (the teacher's
+    elastic-share rule, step 1, takes at least 1; ``agent.env.share_feature`` shows it)."""
+    return float(core.cluster.num_gpus) / max(1, core.jobs_in_system)
+
+
 def best_alone_tput(core: EnvCore, w: NDArray[np.int64]) -> NDArray[np.float64]:
     """The best isolated throughput each of jobs ``w`` could get on one node of the cluster at
     its request, shape (len(w),): on the fastest GPU type it allows that has a node with that
@@ -331,7 +337,7 @@ class SJFTeacher:
         rate_l = np.where(ok, tput * best_phi, 0.0)
         # GPU level: the fastest legal one within the job's share of the cluster's GPUs; if
         # none is within it, the smallest legal one (rigid jobs only have the request).
-        share = max(1.0, float(core.cluster.num_gpus) / max(1, core.jobs_in_system))
+        share = max(1.0, cluster_share(core))
         within = ok & (count[None] <= share)
         small = np.where(ok, count[None], np.iinfo(np.int64).max)
         fallback = ok & (small == small.min(axis=2, keepdims=True))

@@ -226,8 +226,8 @@ def test_init_starts_a_preemptive_run_from_a_plain_checkpoint(
 
 
 def test_the_shipped_checkpoint_holds_cpu_tensors_only() -> None:
-    """It was trained with the learner on a GPU; it must load as it is on a machine without
-    one (the trainer writes every optimizer tensor on the CPU)."""
+    """Whichever device trained it, it must load as it is on a machine without a GPU (the
+    trainer writes every optimizer tensor on the CPU)."""
     import torch
 
     from hetsched.agents.trainer import on_cpu

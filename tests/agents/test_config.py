@@ -193,3 +193,19 @@ def test_node_major_preset_is_the_recipe_with_the_node_major_teacher() -> None:
         b.env.migrate_speedup,
         b.env.window_backfill,
     )
+
+
+def test_the_shipped_checkpoint_is_the_node_major_preset_at_seed_3() -> None:
+    """The model card's command reproduces the shipped network's recipe: its stored config is
+    the preset's, field for field (a change to the preset must come with a new checkpoint)."""
+    import torch
+
+    from hetsched.resources import CHECKPOINT_DIR
+
+    ck = torch.load(CHECKPOINT_DIR / "maifs_default.pt", weights_only=True)
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        node = OmegaConf.to_object(compose("train", overrides=["agent=maifs_node", "seed=3"]))
+    assert isinstance(node, TrainConfig)
+    assert ck["config"] == asdict(node.agent)
+    assert ck["seed"] == node.seed == 3
+    assert ck["phase"] == "bc" and node.agent.env.share_feature

@@ -34,13 +34,15 @@ from hetsched.agents.coordination import (
     ordered_actions,
 )
 from hetsched.agents.network import MAIFSNet, NetDims
-from hetsched.agents.teacher import (
-    SJFTeacher,
+from hetsched.agents.signals import (
     best_alone_tput,
     cluster_share,
+    drain_ratio,
+    move_savings,
     share_guard,
     window_tput,
 )
+from hetsched.agents.teacher import SJFTeacher
 from hetsched.envs.core import EnvCore
 from hetsched.envs.features import ObsLayout
 from hetsched.envs.rewards import REWARD_TERMS
@@ -79,12 +81,13 @@ def net_dims(
     preemptive: bool = False,
     resizable: bool = False,
     job_extra: int = 0,
+    res_extra: int = 0,
 ) -> NetDims:
     """The network's view of an observation layout (with eviction actions if preemptive, resize
     actions if resizable)."""
     lg, lc, lm = levels.sizes
     return NetDims(
-        obs_dim=layout.obs_dim + layout.window * job_extra,
+        obs_dim=layout.obs_dim + layout.window * job_extra + layout.resident_slots * res_extra,
         num_types=layout.num_types,
         node_head=7,
         resident_slots=layout.resident_slots,
@@ -96,6 +99,7 @@ def net_dims(
         evict_slots=layout.resident_slots if preemptive else 0,
         resize_slots=layout.resident_slots if resizable else 0,
         job_extra=job_extra,
+        res_extra=res_extra,
     )
 
 
@@ -132,8 +136,8 @@ Rates = tuple[NDArray[np.float64], NDArray[np.float64]]
 
 def window_rates(core: EnvCore) -> Rates | None:
     """Isolated throughput of each window job at its request on each node's GPU type, shape
-    (N, K) (:func:`hetsched.agents.teacher.window_tput`), and the best one node of the cluster
-    could give it, shape (K,) (:func:`hetsched.agents.teacher.best_alone_tput`); None before
+    (N, K) (:func:`hetsched.agents.signals.window_tput`), and the best one node of the cluster
+    could give it, shape (K,) (:func:`hetsched.agents.signals.best_alone_tput`); None before
     a workload is bound. Empty slots are computed as job 0 (callers mask them)."""
     if core.wl is None or core.jt is None:
         return None
@@ -170,7 +174,7 @@ def binding_claims(
     """Which claims forbid the no-op under the work-conserving semantics, shape (N, P - 1):
     single-node claims, except (with ``conf.wait_below > 0``) claims of a job that would run
     on the agent's GPU type at less than ``wait_below`` times the best isolated throughput one
-    node of the cluster could give it (:func:`hetsched.agents.teacher.best_alone_tput`): for
+    node of the cluster could give it (:func:`hetsched.agents.signals.best_alone_tput`): for
     those the agent may wait for a faster GPU. With ``conf.gang_binding`` the claims of a job no
     node can host alone (a gang) bind too. ``rates``: :func:`window_rates` if already
     computed."""
@@ -197,7 +201,7 @@ def rate_priority(
 
     For every window job the agent may claim (a legal placement action in ``mask``), the
     isolated throughput of the job at its request on the agent's GPU type over the best one
-    node of the cluster could give it (:func:`hetsched.agents.teacher.best_alone_tput`); the
+    node of the cluster could give it (:func:`hetsched.agents.signals.best_alone_tput`); the
     priority is the largest of these ratios, -1 for an agent with no legal claim. An agent
     whose node serves some waiting job well decides before one whose node serves every job it
     could take slowly, so a slow node cannot take a job before a fast one has chosen.
@@ -282,13 +286,33 @@ def agent_observations(core: EnvCore, conf: AgentEnvConf) -> NDArray[np.float32]
     obs = core.observations()
     if not conf.identity:
         obs[:, identity_columns(core.layout)] = 0.0
-    if conf.share_feature:
+    parts = [obs]
+    if job_extra(conf):
         assert core.wl is not None
         w = np.where(core.slot_ok, core.window, 0)
-        v = (np.log2(cluster_share(core) / np.maximum(core.wl.req_gpus[w], 1)) + 4.0) / 8.0
-        v = (np.clip(v, 0.0, 1.0) * core.slot_ok).astype(obs.dtype)
-        obs = np.concatenate([obs, np.broadcast_to(v, (core.N, v.shape[0]))], axis=1)
-    return obs
+        cols = []
+        if conf.share_feature:
+            cols.append(cluster_share(core) / np.maximum(core.wl.req_gpus[w], 1))
+        if conf.drain_feature:
+            cols.append(drain_ratio(core, w))
+        with np.errstate(divide="ignore"):
+            v = (np.log2(np.stack(cols, axis=1)) + 4.0) / 8.0  # (K, extra)
+        flat = (np.clip(v, 0.0, 1.0) * core.slot_ok[:, None]).astype(obs.dtype).reshape(-1)
+        parts.append(np.broadcast_to(flat, (core.N, flat.shape[0])))
+    if conf.move_feature:
+        h = move_savings(core) / 3600.0  # (N, R) hours a move saves, 0: none
+        parts.append((h / (h + 1.0)).astype(obs.dtype))
+    return np.concatenate(parts, axis=1) if len(parts) > 1 else obs
+
+
+def job_extra(conf: AgentEnvConf) -> int:
+    """Per-window-slot features :func:`agent_observations` appends (``NetDims.job_extra``)."""
+    return int(conf.share_feature) + int(conf.drain_feature)
+
+
+def res_extra(conf: AgentEnvConf) -> int:
+    """Per-resident-slot features :func:`agent_observations` appends (``NetDims.res_extra``)."""
+    return int(conf.move_feature)
 
 
 def graph_of(mask: NDArray[np.integer], window: int, extra: int = 0) -> NDArray[np.bool_]:

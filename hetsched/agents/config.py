@@ -89,7 +89,7 @@ class AgentEnvConf:
         share_guard: A claim may not take so many CPU cores or so much memory that the
             node's other free GPUs are left less than the node's cores (memory) per GPU,
             unless every legal claim of that job on that node would
-            (:func:`hetsched.agents.teacher.share_guard`; the teacher claims under it too):
+            (:func:`hetsched.agents.signals.share_guard`; the teacher claims under it too):
             fungible resources beyond a GPU's share come only from what no GPU of the node
             needs, so no GPU is stranded. Checkpoints saved before this field existed load
             with false.
@@ -123,6 +123,12 @@ class AgentEnvConf:
             GPUs over the jobs in the system) over its request, as ``(log2(x) + 4) / 8``
             clipped to [0, 1], after the env's observation. Checkpoints saved before this
             field existed load with false.
+        drain_feature: Append, per window slot (after the share feature), the job's run time
+            over the cluster's drain time (:func:`hetsched.agents.signals.drain_ratio`, what
+            the teacher's ``long_drain`` reads), as ``(log2(x) + 4) / 8`` clipped to [0, 1].
+        move_feature: Append, per resident slot, the time a migration would save the job
+            (:func:`hetsched.agents.signals.move_savings`, what the teacher's
+            ``migrate_gain_s`` rule reads), as ``h / (h + 1)`` of the hours saved (0: no move).
     """
 
     window: int = 16
@@ -145,6 +151,8 @@ class AgentEnvConf:
     gpu_levels: list[float] = field(default_factory=lambda: list(AGENT_GPU_LEVELS))
     identity: bool = True
     share_feature: bool = False
+    drain_feature: bool = False
+    move_feature: bool = False
     decision_order: str = "rate"
     resizable: bool = False
     migrate_speedup: float | None = None
@@ -196,6 +204,9 @@ class TeacherConf:
     to a faster free node when that saves more than this many seconds (the teacher's step 4;
     null: never). ``evict_protect``: with ``evict_ratio``, spare the victims whose remaining time
     is at least this fraction of the longest among the possible victims (null: spare none).
+    ``long_drain``: a job is also long (started first) when its run time is more than this many
+    times the cluster's drain time (:func:`hetsched.agents.signals.drain_ratio`; null: only
+    ``long_s``).
     """
 
     order: str = "sjf"
@@ -207,6 +218,7 @@ class TeacherConf:
     resize_gain_s: float | None = None
     migrate_gain_s: float | None = None
     evict_protect: float | None = None
+    long_drain: float | None = None
 
 
 @dataclass
@@ -511,6 +523,7 @@ class TeacherSchedulerConf:
     evict_ratio: float | None = TeacherConf.evict_ratio
     evict_wait_s: float = TeacherConf.evict_wait_s
     evict_protect: float | None = TeacherConf.evict_protect
+    long_drain: float | None = TeacherConf.long_drain
 
 
 def register_agent_configs() -> None:

@@ -73,7 +73,8 @@ class NetDims:
         num_levels: ``L = L_g L_c L_m``.
         evict_slots: Eviction actions (0, or R for the preemptive env).
         resize_slots: Resize actions after them (0, or R for an env with ``resizable``).
-        job_extra: Per-slot features the agent appends after the env's observation.
+        job_extra: Per-window-slot features the agent appends after the env's observation.
+        res_extra: Per-resident-slot features the agent appends after those.
     """
 
     obs_dim: int
@@ -88,6 +89,7 @@ class NetDims:
     evict_slots: int = 0
     resize_slots: int = 0
     job_extra: int = 0
+    res_extra: int = 0
 
     def __post_init__(self) -> None:
         for name, what in (("evict_slots", "eviction"), ("resize_slots", "resize")):
@@ -103,6 +105,7 @@ class NetDims:
             + self.window * self.job_dim
             + self.global_dim
             + self.window * self.job_extra
+            + self.resident_slots * self.res_extra
         )
         if total != self.obs_dim:
             raise ValueError(f"observation blocks sum to {total}, not obs_dim={self.obs_dim}")
@@ -160,7 +163,7 @@ class MAIFSNet(nn.Module):
         self.runtime_rank = runtime_rank
         H = hidden
         self.type_emb = nn.Embedding(dims.num_types, type_emb)
-        self.res_enc = _mlp(dims.res_dim, H, H)
+        self.res_enc = _mlp(dims.res_dim + dims.res_extra, H, H)
         self.job_enc = _mlp(dims.job_dim + dims.job_extra + (2 if runtime_rank else 0), H, H)
         self.node_enc = _mlp(type_emb + dims.node_head + 2 * H + dims.global_dim, H, H)
         self.wq = nn.Linear(H, H, bias=False)
@@ -208,10 +211,17 @@ class MAIFSNet(nn.Module):
         win = obs[..., o : o + d.window * d.job_dim].reshape(B, N, d.window, d.job_dim)
         o += d.window * d.job_dim
         glob = obs[:, 0, o : o + d.global_dim]
+        o += d.global_dim
         if d.job_extra:
-            extra = obs[..., o + d.global_dim :].reshape(B, N, d.window, d.job_extra)
+            extra = obs[..., o : o + d.window * d.job_extra].reshape(B, N, d.window, d.job_extra)
+            o += d.window * d.job_extra
+        res_in = res
+        if d.res_extra:
+            rx = obs[..., o : o + d.resident_slots * d.res_extra]
+            rx = rx.reshape(B, N, d.resident_slots, d.res_extra)
+            res_in = torch.cat([res, rx.to(res.dtype)], dim=-1)
         temb = self.type_emb(onehot.argmax(dim=-1))
-        res_e = self.res_enc(res) * res[..., :1]
+        res_e = self.res_enc(res_in) * res[..., :1]
         r = res_e.sum(dim=2) / d.resident_slots
         present = win[..., :1]
         win_in = self._with_ranks(win) if self.runtime_rank else win

@@ -190,7 +190,7 @@ class TeacherPolicy(ActorPolicy):
         migrate_speedup: Act in the preemptive env with this ``EnvSettings.migrate_speedup``
             (None: the plain env, no evictions).
         share_guard: Claim only at levels that strand no GPU
-            (:func:`hetsched.agents.teacher.share_guard`).
+            (:func:`hetsched.agents.signals.share_guard`).
         window_backfill: Window slots that show waiting jobs which may fit now
             (``EnvSettings.window_backfill``).
         migrate_gangs: With ``migrate_speedup``, gangs may migrate too
@@ -206,6 +206,8 @@ class TeacherPolicy(ActorPolicy):
         evict_wait_s: Only for a job that has waited this long (s), with ``evict_ratio``.
         evict_protect: With ``evict_ratio``, spare the victims with at least this fraction of
             the longest remaining time among the possible victims (None: spare none).
+        long_drain: Jobs with a run time over this many times the cluster's drain time go
+            first (:class:`SJFTeacher`; None: ``long_s`` alone).
     """
 
     def __init__(
@@ -231,6 +233,7 @@ class TeacherPolicy(ActorPolicy):
         evict_ratio: float | None = TeacherConf.evict_ratio,
         evict_wait_s: float = TeacherConf.evict_wait_s,
         evict_protect: float | None = TeacherConf.evict_protect,
+        long_drain: float | None = TeacherConf.long_drain,
     ) -> None:
         if migrate_gain_s is not None and migrate_speedup is None:
             raise ValueError(
@@ -250,6 +253,7 @@ class TeacherPolicy(ActorPolicy):
             migrate_gain_s=migrate_gain_s,
             share_guard=share_guard,
             share_guard_all=share_guard_all,
+            long_drain=long_drain,
         )
         settings = EnvSettings(
             window=window,
@@ -359,7 +363,8 @@ class MAIFSPolicy(ActorPolicy):
         super().reset(cluster, workload, throughput, rng)
         assert self.core is not None
         lay, dims = self.core.layout, self.net.dims
-        if lay.obs_dim + lay.window * dims.job_extra != dims.obs_dim:
+        extra = lay.window * dims.job_extra + lay.resident_slots * dims.res_extra
+        if lay.obs_dim + extra != dims.obs_dim:
             raise CheckpointError(
                 f"the checkpoint expects observations of size {dims.obs_dim}, this "
                 f"cluster/throughput table gives {lay.obs_dim} (other model table?)"

@@ -16,8 +16,9 @@ Rule, at every decision step:
    smallest legal level when none is within it. A busy cluster starts elastic jobs small, so
    more of them run at once at better per-GPU efficiency (as elastic schedulers such as Sia
    and Pollux do by resizing); an idle one starts them large.
-2. *Long* jobs (estimated time above ``long_s``) go first, longest first (they bound the
-   makespan); the others shortest estimated time first (``order="sjf"``, for the mean JCT) or
+2. *Long* jobs (estimated time above ``long_s``, or with ``long_drain`` above that many times
+   the time the cluster needs to drain the work in the system, :func:`drain_ratio`) go first,
+   longest first (they bound the makespan); the others shortest estimated time first (``order="sjf"``, for the mean JCT) or
    in window order.
 3. Each job goes to the free node (not yet claimed this step) with the highest rate, ties to the
    best fit (fewest free GPUs) then the lowest index. With ``order="node"`` (node-major) the
@@ -71,134 +72,22 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
+from hetsched.agents.signals import (
+    F64,
+    best_alone_tput,
+    cluster_share,
+    drain_ratio,
+    move_saved,
+    no_single_claim,
+    preemption_room,
+    seen_remaining,
+    share_guard,
+    window_tput,
+)
 from hetsched.envs.core import EPS, EnvCore
-from hetsched.sim.allocation import Allocation
-from hetsched.sim.throughput import single_node_tput
 
 if TYPE_CHECKING:
     from hetsched.agents.config import MAIFSAgentConf
-
-F64 = NDArray[np.float64]
-
-
-def _seen_remaining(core: EnvCore) -> NDArray[np.float64]:
-    """Remaining work per job as the env's information track shows it (exact by default)."""
-    assert core.sim is not None and core.wl is not None
-    return core.features.observed_remaining(core.wl, core.sim.remaining)[0]
-
-
-def window_tput(core: EnvCore, w: NDArray[np.int64]) -> NDArray[np.float64]:
-    """Isolated throughput of window jobs ``w`` at their requested GPU count on each node's GPU
-    type, packed on one node, shape (N, len(w))."""
-    assert core.wl is not None and core.jt is not None
-    G = core.jt.gpu_count[w, core.cfg.levels.one_index[0]]
-    nt = core.cluster.node_type
-    return np.asarray(
-        core.tm.isolated(core.wl.model[w][None, :], nt[:, None], G[None, :], False),
-        dtype=np.float64,
-    )
-
-
-def cluster_share(core: EnvCore) -> float:
-    """A job's share of the cluster's GPUs: all GPUs over the jobs in the system (the teacher's
-    elastic-share rule, step 1, takes at least 1; ``agent.env.share_feature`` shows it)."""
-    return float(core.cluster.num_gpus) / max(1, core.jobs_in_system)
-
-
-def best_alone_tput(core: EnvCore, w: NDArray[np.int64]) -> NDArray[np.float64]:
-    """The best isolated throughput each of jobs ``w`` could get on one node of the cluster at
-    its request, shape (len(w),): on the fastest GPU type it allows that has a node with that
-    many GPUs (0: no node could host it alone)."""
-    assert core.wl is not None
-    wl = core.wl
-    tput = single_node_tput(core.tm, core.cluster, wl.model[w], wl.req_gpus[w], wl.allowed_types[w])
-    return np.asarray(tput.max(axis=1), dtype=np.float64)
-
-
-def preemption_room(
-    core: EnvCore,
-    cur: Allocation,
-    v: NDArray[np.int64],
-    ks: NDArray[np.int64],
-    v_rem: NDArray[np.float64],
-    ratio: float,
-) -> NDArray[np.bool_]:
-    """Which running entries may give way to which waiting jobs, shape (C, V).
-
-    The check of the teacher's evictions (step 4): window slot ``ks[i]``'s job may take the place of entry ``v[j]`` of ``cur`` iff the entry's
-    node is of a GPU type the job allows, releasing the entry leaves the job room there at its
-    request (GPUs, CPU and memory), and the entry's job has more than ``ratio`` times the
-    waiting job's run time there left.
-
-    Args:
-        core: The env core of the round.
-        cur: The running entries (:meth:`EnvCore.running`).
-        v: Candidate victim entries of ``cur``, shape (V,).
-        ks: Candidate window slots, shape (C,).
-        v_rem: The victims' estimated remaining times (s), shape (V,); NaN: never a victim.
-        ratio: The least ratio of the victim's remaining time to the waiting job's run time.
-    """
-    wl, tm, jt = core.wl, core.tm, core.jt
-    assert wl is not None and jt is not None and core.sim is not None
-    _, c1, m1 = core.cfg.levels.one_index
-    vn, vg = cur.node[v], cur.gpus[v]
-    vt = core.cluster.node_type[vn]
-    wj = core.window[ks]
-    G = wl.req_gpus[wj]
-    rate = tm.isolated(wl.model[wj][:, None], vt[None, :], G[:, None], False)  # (C, V)
-    t_w = _seen_remaining(core)[wj][:, None] / np.where(rate > 0, rate, np.nan)
-    # Amounts at the request (the masks are skipped when nothing fits anywhere).
-    cpg, mpg, mem_ok = core.features.window_amounts(jt, wl, core.window, core.slot_ok, core.node_up)
-    need_c = cpg[vn[None, :], ks[:, None], c1] * G[:, None]
-    need_m = mpg[vn[None, :], ks[:, None], m1] * G[:, None]
-    return np.asarray(
-        wl.allowed_types[wj][:, vt]
-        & mem_ok[vn[None, :], ks[:, None], m1]
-        & (core.free_g[vn][None, :] + vg[None, :] >= G[:, None])
-        & (core.free_c[vn][None, :] + cur.cpus[v][None, :] >= need_c - EPS)
-        & (core.free_m[vn][None, :] + cur.mem[v][None, :] >= need_m - EPS)
-        & (v_rem[None, :] > ratio * t_w),  # NaN compares False
-        dtype=bool,
-    )
-
-
-def share_guard(core: EnvCore, every_gpu: bool = False) -> NDArray[np.bool_]:
-    """Claims that leave a node's other free GPUs their share of its CPU cores and memory,
-    shape (N, K, L_g, L_c, L_m) (``agent.env.share_guard``).
-
-    A claim passes iff the cores and memory it takes leave at least the node's cores (memory) per
-    GPU times the GPUs it leaves free that the other window jobs could use (at most the sum of
-    their ``min_gpus`` over the jobs whose GPU types include the node's; for a gang claim, every
-    GPU it leaves free); with ``every_gpu`` (``agent.env.share_guard_all``) times every GPU it
-    leaves free, so that jobs arriving later find their share too. A gang member is counted with
-    the GPUs it can give at the claim's levels (its free GPUs, its cores and memory over the
-    levels' per-GPU amounts, at most the job's GPUs). Every level of a (node, job) pair none of
-    whose legal claims would pass stays legal: the guard never makes a job unplaceable on a
-    node, it only takes away the levels that strand GPUs (free GPUs no job can use for want of
-    cores or memory) where others exist.
-    """
-    assert core.jt is not None
-    ma, cl = core.ma, core.cluster
-    w = np.where(core.slot_ok, core.window, 0)
-    G = core.jt.gpu_count[w].astype(np.float64)[None, :, :, None, None]  # (1, K, L_g, 1, 1)
-    cpg = ma.cpu_per_gpu[:, :, None, :, None]  # (N, K, 1, L_c, 1)
-    mpg = ma.mem_per_gpu[:, :, None, None, :]  # (N, K, 1, 1, L_m)
-    fg, fc, fm = (x[:, None, None, None, None] for x in (core.free_g, core.free_c, core.free_m))
-    cap = np.minimum(fg, np.minimum(np.floor(fc / cpg + EPS), np.floor(fm / mpg + EPS)))
-    give = np.minimum(G, np.maximum(cap, 0.0))  # GPUs the claim takes on this node
-    assert core.wl is not None
-    need = np.where(core.slot_ok, core.wl.min_gpus[w], 0)[None, :]  # (1, K)
-    need = need * core.wl.allowed_types[w][:, cl.node_type].T  # (N, K): usable on each node
-    others = (need.sum(axis=1, keepdims=True) - need)[:, :, None, None, None]
-    # free GPUs left that other waiting jobs could use; a gang member's are always counted (a
-    # level whose cores or memory cut the GPUs a member gives leaves the rest stranded)
-    left = fg - give if every_gpu else np.where(ma.single, np.minimum(fg - give, others), fg - give)
-    per_c = (cl.node_cpus / cl.node_gpus)[:, None, None, None, None]
-    per_m = (cl.node_mem / cl.node_gpus)[:, None, None, None, None]
-    ok_c: NDArray[np.bool_] = fc - give * cpg >= left * per_c - EPS
-    ok: NDArray[np.bool_] = ok_c & (fm - give * mpg >= left * per_m - EPS)
-    some = np.asarray((ma.legal & ok).reshape(core.N, core.K, -1).any(axis=2), dtype=bool)
-    return np.asarray(ok | ~some[:, :, None, None, None], dtype=bool)  # some: (N, K)
 
 
 class SJFTeacher:
@@ -227,6 +116,8 @@ class SJFTeacher:
             ``env.share_guard``), so that its labels are actions of the agent.
         share_guard_all: The guard keeps the share of every free GPU (the agent's
             ``env.share_guard_all``).
+        long_drain: A job is also *long* (step 2) when its run time is more than this many
+            times the cluster's drain time (:func:`drain_ratio`). None: ``long_s`` alone.
     """
 
     def __init__(
@@ -243,7 +134,11 @@ class SJFTeacher:
         share_guard: bool = False,
         share_guard_all: bool = False,
         evict_protect: float | None = None,
+        long_drain: float | None = None,
     ) -> None:
+        if long_drain is not None and not long_drain > 0.0:
+            raise ValueError(f"long_drain={long_drain!r} must be positive (or None)")
+        self.long_drain = None if long_drain is None else float(long_drain)
         if evict_protect is not None and not 0.0 < evict_protect <= 1.0:
             raise ValueError(f"evict_protect={evict_protect!r} must lie in (0, 1] (or None)")
         self.evict_protect = None if evict_protect is None else float(evict_protect)
@@ -289,6 +184,7 @@ class SJFTeacher:
             conf.env.share_guard,
             conf.env.share_guard_all,
             t.evict_protect,
+            t.long_drain,
         )
 
     def gpu_levels(self, core: EnvCore) -> slice:
@@ -373,17 +269,11 @@ class SJFTeacher:
         legal &= (actions == 0)[:, None]  # (N, R)
         if not legal.any():
             return
-        wl, tm = core.wl, core.tm
-        mv = core.move_targets(legal)
+        # targets: free this step, with no window job that could be placed there alone
+        target = (actions == 0) & no_single_claim(core)
+        mv, saved = move_saved(core, legal, target)
         if mv.node.size == 0:
             return
-        # targets: free this step, with no window job that could be placed there alone
-        target = (actions == 0) & ~core.ma.single.reshape(core.N, -1).any(axis=1)
-        rem = _seen_remaining(core)[mv.job]
-        t_there = rem[:, None] / np.maximum(mv.there, EPS)
-        saved = rem[:, None] / np.maximum(mv.here, EPS)[:, None] - t_there
-        saved -= tm.restart_delay_s[wl.model[mv.job]][:, None]
-        saved = np.where(mv.ok & target[None, :], saved, -np.inf)
         top = saved.max(axis=1)
         cand = np.flatnonzero(top > gain_s)
         used = np.zeros(core.N, dtype=bool)
@@ -411,7 +301,7 @@ class SJFTeacher:
         e = np.where(legal, core.resident_entries(), 0)
         job, g = cur.job[e], cur.gpus[e]
         nt = core.cluster.node_type[:, None]  # slot (n, r) is on node n
-        rem = _seen_remaining(core)[job]
+        rem = seen_remaining(core)[job]
         now = core.tm.isolated(wl.model[job], nt, g, False)
         big = core.tm.isolated(wl.model[job], nt, 2 * g, False)
         saved = rem / np.maximum(now, EPS) - rem / np.maximum(big, EPS)
@@ -430,7 +320,7 @@ class SJFTeacher:
         guard = share_guard(core, self.share_guard_all) if self.share_guard else None
         rate, lvl, lvl_g = self.rates(core, guard)
         w = np.where(core.slot_ok, core.window, 0)
-        rem = _seen_remaining(core)[w]
+        rem = seen_remaining(core)[w]
         best_any = best_alone_tput(core, w)
         here = window_tput(core, w)
         nt = core.cluster.node_type
@@ -438,6 +328,8 @@ class SJFTeacher:
         est = np.where(top > 0, rem / np.where(top > 0, top, 1.0), np.inf)
         slots = np.flatnonzero(core.slot_ok)
         long = est > self.long_s
+        if self.long_drain is not None:
+            long |= core.slot_ok & (drain_ratio(core, w) > self.long_drain)
         if self.order in ("sjf", "node"):
             key = np.where(long, -est, est)  # long jobs first (makespan), then shortest first
             slots = slots[np.lexsort((est[slots], key[slots]))]
@@ -490,19 +382,22 @@ class SJFTeacher:
     ) -> None:
         """Node-major claims (``order="node"``): the nodes in the order of their best relative
         rate over the jobs they may host (:func:`hetsched.agents.acting.cores_priority`), each
-        claiming the job it runs shortest (long jobs first, longest first), at the levels of
-        :meth:`rates`."""
+        claiming the job it runs shortest (first, longest first, the long jobs for which it is
+        the fastest node still free), at the levels of :meth:`rates`."""
         m1 = core.cfg.levels.one_index[2]
         top = rate.max(axis=0)
         ok = rate > 0
         rel = np.where(ok, rate / np.where(top > 0, top, 1.0)[None, :], -1.0)
         prio = rel.max(axis=1)
         t_here = np.where(ok, rem[None, :] / np.where(ok, rate, 1.0), np.inf)
-        key = np.where(long[None, :], -est[None, :] - 1e12, t_here)
         for n in np.lexsort((np.arange(core.N), -prio)).tolist():
             if prio[n] < 0:
                 break
-            k_key = np.where(ok[n] & ~claimed, key[n], np.inf)
+            # a long job goes first on the fastest node still free for it; elsewhere it is
+            # ranked by its run time there like any other job
+            fastest = rate[n] >= (1 - 1e-9) * np.where(taken[:, None], 0.0, rate).max(axis=0)
+            key = np.where(long & fastest, -est - 1e12, t_here[n])
+            k_key = np.where(ok[n] & ~claimed, key, np.inf)
             k = int(np.argmin(k_key))
             if not np.isfinite(k_key[k]):
                 continue
@@ -538,7 +433,7 @@ class SJFTeacher:
             return
         v_rate = tm.isolated(wl.model[vj], cl.node_type[ns], cur.gpus[e], False)
         v_rem = np.full(vj.shape, np.nan)  # NaN compares False: never a victim
-        np.divide(_seen_remaining(core)[vj], v_rate, out=v_rem, where=v_rate > 0)
+        np.divide(seen_remaining(core)[vj], v_rate, out=v_rem, where=v_rate > 0)
         if self.evict_protect is not None and np.isfinite(v_rem).any():  # spare the longest
             v_rem[v_rem >= self.evict_protect * np.nanmax(v_rem)] = np.nan
         ks = np.flatnonzero(cand)

@@ -45,7 +45,7 @@ import numpy as np
 import torch
 from omegaconf import OmegaConf
 
-from hetsched.agents.acting import build_net, env_settings, net_dims
+from hetsched.agents.acting import build_net, env_settings, job_extra, net_dims, res_extra
 from hetsched.agents.checkpoint import (
     init_weights,
     load_checkpoint,
@@ -219,7 +219,8 @@ class Trainer:
                 self.settings.levels,
                 preemptive=self.settings.preemptive,
                 resizable=self.settings.resizable,
-                job_extra=int(self.conf.env.share_feature),
+                job_extra=job_extra(self.conf.env),
+                res_extra=res_extra(self.conf.env),
             )
             for e in self.envs
         }

@@ -206,6 +206,6 @@ def test_the_shipped_checkpoint_is_the_node_major_preset_at_seed_3() -> None:
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
         node = OmegaConf.to_object(compose("train", overrides=["agent=maifs_node", "seed=3"]))
     assert isinstance(node, TrainConfig)
-    assert ck["config"] == asdict(node.agent)
+    assert asdict(conf_from_dict(ck["config"])) == asdict(node.agent)  # new fields: legacy values
     assert ck["seed"] == node.seed == 3
     assert ck["phase"] == "bc" and node.agent.env.share_feature

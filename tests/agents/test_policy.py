@@ -165,7 +165,7 @@ def test_teacher_waits_for_a_faster_type_only_where_one_node_of_it_could_host_th
     a 2-GPU job with a 1-GPU A100 node and a 2-GPU T4 node runs on the T4 at once (it used to
     wait forever for an A100 rate no node could give), and waits while a 2-GPU A100 node is
     busy."""
-    from hetsched.agents.teacher import best_alone_tput
+    from hetsched.agents.signals import best_alone_tput
 
     tm = tiny_tm()  # model 0 runs 4x faster on an A100 than on a T4
     long_work = 1e6  # far above the teacher's long-job threshold on either type

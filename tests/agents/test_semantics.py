@@ -12,7 +12,8 @@ from hetsched.agents.acting import agent_masks, binding_claims
 from hetsched.agents.config import AgentEnvConf
 from hetsched.agents.coordination import ordered_actions
 from hetsched.agents.driver import TeamEnv
-from hetsched.agents.teacher import SJFTeacher, share_guard
+from hetsched.agents.signals import share_guard
+from hetsched.agents.teacher import SJFTeacher
 from hetsched.envs.spaces import EnvSettings, LevelSets
 
 LEVELS = LevelSets(gpu=(1.0,), cpu=(1.0, 2.0), mem=(1.0,))

@@ -94,3 +94,48 @@ def test_teacher_episodes_record_the_ordered_masks_and_score_every_label() -> No
     assert (ordered_ep.mask.sum(axis=-1) <= plain.mask.sum(axis=-1)).all()
     assert ordered_ep.mask[0, 0].sum() < plain.mask[0, 0].sum()  # the T4, after the A100
     assert (ordered_ep.weight == 1.0).all()
+
+
+def test_long_drain_starts_first_the_jobs_that_outlast_the_clusters_drain_time() -> None:
+    """Two GPUs, 5 h + 1 h + 3 h of A100 work waiting: the cluster drains in 4.5 h, so the 5 h
+    job (ratio 1.11) bounds the makespan if it starts last. ``long_drain=1`` starts it first on
+    the fastest node; plain SJF gives that node the 1 h job."""
+    from hetsched.agents.signals import drain_ratio
+
+    conf = MAIFSAgentConf()
+    env = _env(conf, [5.0, 1.0, 3.0])
+    core = env.core
+    w = np.where(core.slot_ok, core.window, 0)
+    got = {
+        int(j): float(r)
+        for j, r, ok in zip(w, drain_ratio(core, w), core.slot_ok, strict=True)
+        if ok
+    }
+    assert got == pytest.approx({0: 5 / 4.5, 1: 1 / 4.5, 2: 3 / 4.5})
+    plain = SJFTeacher(order="node", min_rel_rate=0.0, long_s=1e9)
+    assert _jobs(env, plain.act(core)) == [2, 1]
+    drain = SJFTeacher(order="node", min_rel_rate=0.0, long_s=1e9, long_drain=1.0)
+    assert _jobs(env, drain.act(core)) == [1, 0]  # T4: the shortest left; A100: the 5 h job
+    both = SJFTeacher(order="node", min_rel_rate=0.0, long_s=1e9, long_drain=0.5)
+    assert _jobs(env, both.act(core)) == [2, 0]  # 5 h and 3 h are long: longest first
+    with pytest.raises(ValueError, match="long_drain"):
+        SJFTeacher(long_drain=0.0)
+
+
+def test_a_long_job_goes_to_the_fastest_free_node_even_when_a_slower_one_decides_first() -> None:
+    """A 2-GPU T4 node decides first (a 2-GPU job only it can host ranks it 1.0, as the
+    1-GPU A100 node; ties to the lower index). The long 5 h job goes to the A100, which runs it
+    4x as fast; the T4 node takes a job it runs shortest instead."""
+    conf = MAIFSAgentConf()
+    cl = make_cluster(
+        [
+            {"gpu_type": "t4", "count": 1, "gpus": 2, "cpus": 16, "mem_gib": 64},
+            {"gpu_type": "a100", "count": 1, "gpus": 1, "cpus": 16, "mem_gib": 64},
+        ]
+    )
+    wl = make_workload([0.0] * 3, [4.0 * 3600 * h for h in (5.0, 1.0, 1.0)], [1, 2, 1])
+    env = TeamEnv(cl, wl, tiny_tm(), env_settings(conf.env), conf.env.max_steps)
+    env.reset(np.random.default_rng(0))
+    t = SJFTeacher(order="node", min_rel_rate=0.0, long_s=1.5 * 3600.0)
+    t4, a100 = _jobs(env, t.act(env.core))
+    assert a100 == 0 and t4 in (1, 2)

@@ -156,12 +156,12 @@ def test_env_features_and_teacher_honour_the_track(mode: str) -> None:
     true = env.core.sim.remaining
     seen = _window_remaining_feature(env)
     assert not np.allclose(seen, true)
-    from hetsched.agents import teacher as teacher_mod
+    from hetsched.agents import signals
 
-    assert np.array_equal(teacher_mod._seen_remaining(env.core), seen)
+    assert np.array_equal(signals.seen_remaining(env.core), seen)
     exact = make_env(ClusterCentralEnv, workload="itp", seed=0, runtime_info="exact")
     exact.reset(seed=0)
-    assert np.array_equal(teacher_mod._seen_remaining(exact.core), exact.core.sim.remaining)
+    assert np.array_equal(signals.seen_remaining(exact.core), exact.core.sim.remaining)
 
 
 @pytest.mark.slow

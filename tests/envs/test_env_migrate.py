@@ -193,3 +193,37 @@ def test_an_elastic_job_migrates_to_more_gpus_only_with_migrate_elastic(elastic:
 def test_migrate_elastic_needs_migrate_speedup() -> None:
     with pytest.raises(ValueError, match="migrate_elastic needs migrate_speedup"):
         EnvSettings(preemptive=True, migrate_elastic=True)
+
+
+def test_move_savings_and_the_move_feature_show_what_a_migration_saves() -> None:
+    """After j1 leaves the A100 node, moving j0 off the K80 saves its run time left there less
+    that on the A100 and the 50 s restart (:func:`hetsched.agents.signals.move_savings`); the
+    agent's ``move_feature`` shows it in node_0's first resident slot as ``h / (h + 1)``."""
+    from hetsched.agents.acting import agent_observations
+    from hetsched.agents.config import AgentEnvConf
+    from hetsched.agents.signals import move_savings
+
+    env = _env(1.25)
+    _start(env)
+    left = 7200.0 - 600.0 * 843.56 / 6135.38  # s of j0's work left at the A100's rate
+    want = left * 6135.38 / 843.56 - left - 50.0
+    got = move_savings(env.core)
+    assert got[0, 0] == pytest.approx(want, rel=1e-3)
+    assert (got[0, 1:] == 0).all() and (got[1] == 0).all()  # empty slots
+    assert (move_savings(_env(None).core) == 0).all()  # no migrations: nothing to show
+    conf = AgentEnvConf(move_feature=True)
+    obs = agent_observations(env.core, conf)
+    R = env.core.cfg.resident_slots
+    assert obs.shape[1] == env.core.layout.obs_dim + R
+    h = want / 3600.0
+    assert obs[0, -R] == pytest.approx(h / (h + 1.0), rel=1e-3)
+    import torch
+
+    from hetsched.agents.acting import net_dims
+    from hetsched.agents.network import MAIFSNet
+
+    dims = net_dims(env.core.layout, env.core.cfg.levels, preemptive=True, res_extra=1)
+    assert dims.obs_dim == obs.shape[1]
+    net = MAIFSNet(dims)
+    assert net.res_enc[0].in_features == dims.res_dim + 1
+    assert torch.isfinite(net.encode(torch.from_numpy(obs)[None])[3]).all()

@@ -18,15 +18,15 @@ Rule, at every decision step:
    and Pollux do by resizing); an idle one starts them large.
 2. *Long* jobs (estimated time above ``long_s``, or with ``long_drain`` above that many times
    the time the cluster needs to drain the work in the system, :func:`drain_ratio`) go first,
-   longest first (they bound the makespan); the others shortest estimated time first (``order="sjf"``, for the mean JCT) or
-   in window order.
+   longest first (they bound the makespan); the others shortest estimated time first
+   (``order="sjf"``, for the mean JCT) or in window order.
 3. Each job goes to the free node (not yet claimed this step) with the highest rate, ties to the
    best fit (fewest free GPUs) then the lowest index. With ``order="node"`` (node-major) the
    single-node claims are made node by node instead, in the order the agents decide in under
    ``decision_order="cores"`` (each node's best rate over the jobs it may host relative to the
    best rate any node offers each job, highest first, ties to the lower index): each node
-   claims, of the jobs not yet claimed, the one it runs shortest (long jobs first, longest
-   first), so a node's label depends on the other nodes only through the jobs the nodes before
+   claims, of the jobs not yet claimed, the one it runs shortest (first, longest first, the
+   long jobs for which it is the fastest node still free), so a node's label depends on the other nodes only through the jobs the nodes before
    it took; gangs follow as below. A long job waits for a faster GPU when
    every free node that could host it has a GPU type on which it runs below ``min_rel_rate``
    times the isolated throughput one node of the cluster could give it (the fastest allowed
@@ -390,13 +390,14 @@ class SJFTeacher:
         rel = np.where(ok, rate / np.where(top > 0, top, 1.0)[None, :], -1.0)
         prio = rel.max(axis=1)
         t_here = np.where(ok, rem[None, :] / np.where(ok, rate, 1.0), np.inf)
+        long = long & ok.any(axis=0)  # long jobs some node may host
         for n in np.lexsort((np.arange(core.N), -prio)).tolist():
             if prio[n] < 0:
                 break
-            # a long job goes first on the fastest node still free for it; elsewhere it is
-            # ranked by its run time there like any other job
-            fastest = rate[n] >= (1 - 1e-9) * np.where(taken[:, None], 0.0, rate).max(axis=0)
-            key = np.where(long & fastest, -est - 1e12, t_here[n])
+            key = t_here[n]
+            if long.any():  # first on the fastest node still free for it; elsewhere by run time
+                best = np.where(taken[:, None], 0.0, rate).max(axis=0)
+                key = np.where(long & (rate[n] >= (1 - 1e-9) * best), -est - 1e12, key)
             k_key = np.where(ok[n] & ~claimed, key, np.inf)
             k = int(np.argmin(k_key))
             if not np.isfinite(k_key[k]):

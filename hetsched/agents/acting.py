@@ -294,7 +294,8 @@ def agent_observations(core: EnvCore, conf: AgentEnvConf) -> NDArray[np.float32]
         if conf.share_feature:
             cols.append(cluster_share(core) / np.maximum(core.wl.req_gpus[w], 1))
         if conf.drain_feature:
-            cols.append(drain_ratio(core, w))
+            d = drain_ratio(core, w)
+            cols.append(np.where(d >= 1.0, d, 0.0))  # a step: 0 below a ratio of 1
         with np.errstate(divide="ignore"):
             v = (np.log2(np.stack(cols, axis=1)) + 4.0) / 8.0  # (K, extra)
         flat = (np.clip(v, 0.0, 1.0) * core.slot_ok[:, None]).astype(obs.dtype).reshape(-1)

@@ -125,7 +125,10 @@ class AgentEnvConf:
             field existed load with false.
         drain_feature: Append, per window slot (after the share feature), the job's run time
             over the cluster's drain time (:func:`hetsched.agents.signals.drain_ratio`, what
-            the teacher's ``long_drain`` reads), as ``(log2(x) + 4) / 8`` clipped to [0, 1].
+            the teacher's ``long_drain`` reads) where it is at least 1, as ``(log2(x) + 4) / 8``
+            clipped to [0, 1] (0.5 at a ratio of 1), and 0 where it is below 1: a step, so
+            that the feature says nothing about jobs that would not outlast the work in the
+            system.
         move_feature: Append, per resident slot, the time a migration would save the job
             (:func:`hetsched.agents.signals.move_savings`, what the teacher's
             ``migrate_gain_s`` rule reads), as ``h / (h + 1)`` of the hours saved (0: no move).

@@ -75,7 +75,7 @@ def test_share_feature_appends_one_column_per_window_slot_that_the_network_reads
 def test_drain_feature_follows_the_share_feature_slot_by_slot() -> None:
     """``env.drain_feature``: a second column per slot after the share feature's, each job's
     run time over the cluster's drain time (1 h, 3 h and 10 h of A100 work on 4 GPUs: 3.5 h),
-    ``(log2(x) + 4) / 8``; the network reads both."""
+    ``(log2(x) + 4) / 8`` where it is at least 1 and 0 below; the network reads both."""
     env, conf = _env()
     core = env.core
     conf.env.share_feature = conf.env.drain_feature = True
@@ -85,7 +85,8 @@ def test_drain_feature_follows_the_share_feature_slot_by_slot() -> None:
     slot = {int(j): k for k, j in enumerate(core.window) if core.slot_ok[k]}
     for j, hours in enumerate([1.0, 3.0, 10.0]):
         assert np.allclose(extra[:, slot[j], 0], (np.log2(4 / 3) + 4) / 8, atol=1e-6)
-        assert np.allclose(extra[:, slot[j], 1], (np.log2(hours / 3.5) + 4) / 8, atol=1e-6)
+        want = (np.log2(hours / 3.5) + 4) / 8 if hours >= 3.5 else 0.0
+        assert np.allclose(extra[:, slot[j], 1], want, atol=1e-6)
     assert (extra[:, ~core.slot_ok] == 0).all()
     dims = net_dims(core.layout, core.cfg.levels, job_extra=2)
     assert MAIFSNet(dims).job_enc[0].in_features == dims.job_dim + 2

@@ -240,9 +240,6 @@ class BCConf:
         ordered_masks: Record each teacher label under the mask its agent decides under in
             the ordered decision when the agents before it play the teacher's labels
             (:meth:`hetsched.agents.acting.Acting.label_masks`); false: the env's mask.
-        move_weight: Weight of each migration label (an eviction action the teacher takes to
-            move a job) in the cloning loss, relative to the other labels' 1: migrations are
-            rare labels.
     """
 
     episodes: int = 40
@@ -254,11 +251,6 @@ class BCConf:
     batch: int = 64
     value_coef: float = 0.5
     ordered_masks: bool = False
-    move_weight: float = 1.0
-
-    def __post_init__(self) -> None:
-        if not float(self.move_weight) > 0.0:
-            raise ValueError(f"agent.bc.move_weight={self.move_weight!r} must be positive")
 
 
 @dataclass

@@ -97,23 +97,6 @@ def gae(
     return adv, adv + value
 
 
-def label_weights(
-    mask: NDArray[np.bool_],
-    label: NDArray[np.int64],
-    n_place: int,
-    resize_offset: int,
-    move_weight: float = 1.0,
-) -> NDArray[np.float32]:
-    """Each agent's behaviour-cloning weight for the teacher's ``label`` (N,) under ``mask``
-    (N, A): 0 where the label is illegal there (the agent's action semantics forbid it: it
-    teaches nothing), ``move_weight`` for a migration (an eviction action, indices
-    ``n_place`` to ``resize_offset - 1``), else 1. Shape (N,)."""
-    weight = mask[np.arange(label.shape[0]), label].astype(np.float32)
-    moves = (label >= n_place) & (label < resize_offset)
-    weight[moves] *= np.float32(move_weight)
-    return weight
-
-
 def play(
     env: TeamEnv, net: MAIFSNet, conf: MAIFSAgentConf, teacher: SJFTeacher, spec: EpisodeSpec
 ) -> Episode:
@@ -148,9 +131,9 @@ def play(
             mask = (
                 acting.label_masks(core, label) if conf.bc.ordered_masks else env_mask.astype(bool)
             )
-            weight = label_weights(
-                mask, label, core.n_place, core.resize_offset, conf.bc.move_weight
-            )
+            # A teacher label the agent's action semantics forbid (it passes where the agent
+            # must claim) teaches nothing: weight 0.
+            weight = mask[np.arange(core.N), label].astype(np.float32)
             d = {
                 "obs": agent_observations(core, conf.env).astype(np.float16),
                 "mask": mask,

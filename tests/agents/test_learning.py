@@ -6,7 +6,6 @@ import dataclasses
 from pathlib import Path
 
 import numpy as np
-import pytest
 import torch
 from helpers import fast_config, preempt_env, tiny_env, tiny_tm
 
@@ -117,20 +116,3 @@ def test_recorded_log_probs_are_what_the_learner_scores(tmp_path: Path) -> None:
         f = forward(tr.net, ep, np.arange(ep.length))
     active = f.active.numpy() > 0
     np.testing.assert_allclose(f.taken.numpy()[active], ep.logp[active], atol=1e-4)
-
-
-def test_label_weights_drop_illegal_labels_and_weight_migrations() -> None:
-    """``bc.move_weight``: a migration label (an eviction action, between the placements and
-    the resizes) weighs that much; a label illegal under the agent's mask weighs 0; every
-    other label (a pass, a claim, a resize) weighs 1."""
-    from hetsched.agents.config import BCConf
-    from hetsched.agents.rollout import label_weights
-
-    n_place, offset = 5, 7  # placements 0-4, evictions 5-6, resizes 7-8
-    mask = np.ones((5, 9), dtype=bool)
-    mask[4, 3] = False
-    label = np.array([0, 2, 5, 7, 3])
-    assert label_weights(mask, label, n_place, offset).tolist() == [1, 1, 1, 1, 0]
-    assert label_weights(mask, label, n_place, offset, 4.0).tolist() == [1, 1, 4, 1, 0]
-    with pytest.raises(ValueError, match="move_weight"):
-        BCConf(move_weight=0.0)

@@ -195,7 +195,29 @@ def test_node_major_preset_is_the_recipe_with_the_node_major_teacher() -> None:
     )
 
 
-def test_the_shipped_checkpoint_is_the_node_major_preset_at_seed_3() -> None:
+def test_drain_preset_is_the_node_major_recipe_with_the_long_rule_and_its_inputs() -> None:
+    """``agent=maifs_drain`` is ``agent=maifs_node`` plus the teacher's drain rule and the two
+    inputs that show the agents what the teacher's long and move rules read; nothing else."""
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        node = OmegaConf.to_object(compose("train", overrides=["agent=maifs_node"]))
+        drain = OmegaConf.to_object(compose("train", overrides=["agent=maifs_drain"]))
+    assert isinstance(node, TrainConfig) and isinstance(drain, TrainConfig)
+    a, b = asdict(drain.agent), asdict(node.agent)
+    assert (a["teacher"]["long_drain"], a["env"]["move_feature"], a["env"]["drain_feature"]) == (
+        1.0,
+        True,
+        True,
+    )
+    for group, key in (
+        ("teacher", "long_drain"),
+        ("env", "move_feature"),
+        ("env", "drain_feature"),
+    ):
+        a[group].pop(key), b[group].pop(key)
+    assert a == b
+
+
+def test_the_shipped_checkpoint_is_the_drain_preset_at_seed_0() -> None:
     """The model card's command reproduces the shipped network's recipe: its stored config is
     the preset's, field for field (a change to the preset must come with a new checkpoint)."""
     import torch
@@ -204,8 +226,8 @@ def test_the_shipped_checkpoint_is_the_node_major_preset_at_seed_3() -> None:
 
     ck = torch.load(CHECKPOINT_DIR / "maifs_default.pt", weights_only=True)
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        node = OmegaConf.to_object(compose("train", overrides=["agent=maifs_node", "seed=3"]))
-    assert isinstance(node, TrainConfig)
-    assert asdict(conf_from_dict(ck["config"])) == asdict(node.agent)  # new fields: legacy values
-    assert ck["seed"] == node.seed == 3
-    assert ck["phase"] == "bc" and node.agent.env.share_feature
+        drain = OmegaConf.to_object(compose("train", overrides=["agent=maifs_drain", "seed=0"]))
+    assert isinstance(drain, TrainConfig)
+    assert asdict(conf_from_dict(ck["config"])) == asdict(drain.agent)  # new fields: legacy values
+    assert ck["seed"] == drain.seed == 0
+    assert ck["phase"] == "bc" and drain.agent.env.drain_feature

@@ -25,13 +25,14 @@ Rule, at every decision step:
    single-node claims are made node by node instead, in the order the agents decide in under
    ``decision_order="cores"`` (each node's best rate over the jobs it may host relative to the
    best rate any node offers each job, highest first, ties to the lower index): each node
-   claims, of the jobs not yet claimed, the one it runs shortest (first, longest first, the
-   long jobs for which it is the fastest node still free), so a node's label depends on the other nodes only through the jobs the nodes before
-   it took; gangs follow as below. A long job waits for a faster GPU when
-   every free node that could host it has a GPU type on which it runs below ``min_rel_rate``
-   times the isolated throughput one node of the cluster could give it (the fastest allowed
-   type with a node of its GPU count; :func:`best_alone_tput`). A job no node can host alone is claimed by every free legal node of the GPU type
-   with the most free capacity (the env fills the gang).
+   claims, of the jobs not yet claimed, the long jobs for which it is the fastest node still
+   free (longest first), else the one it runs shortest, so a node's label depends on the other
+   nodes only through the jobs the nodes before it took; gangs follow as below. A long job
+   waits for a faster GPU when every free node that could host it has a GPU type on which it
+   runs below ``min_rel_rate`` times the isolated throughput one node of the cluster could give
+   it (the fastest allowed type with a node of its GPU count; :func:`best_alone_tput`). A job
+   no node can host alone is claimed by every free legal node of the GPU type with the most
+   free capacity (the env fills the gang).
 4. Evictions (only in the preemptive env ``hetsched/ClusterPreempt-v0``, with ``evict_ratio``
    set; the preset's rule "preemption for short jobs" written in the env's actions): shortest
    first, each window job that has waited ``evict_wait_s`` and fits on no node at its request

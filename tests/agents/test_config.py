@@ -213,7 +213,7 @@ def test_drain_preset_is_the_node_major_recipe_with_the_long_rule_and_its_inputs
         ("env", "move_feature"),
         ("env", "drain_feature"),
     ):
-        a[group].pop(key), b[group].pop(key)
+        del a[group][key], b[group][key]
     assert a == b
 
 

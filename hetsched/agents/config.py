@@ -240,6 +240,11 @@ class BCConf:
         ordered_masks: Record each teacher label under the mask its agent decides under in
             the ordered decision when the agents before it play the teacher's labels
             (:meth:`hetsched.agents.acting.Acting.label_masks`); false: the env's mask.
+        noisy_fraction: Fraction of the teacher and DAgger episodes in which the agents'
+            features show the ``noisy`` information track (:mod:`hetsched.benchmark.info`)
+            while the teacher labels from the true run times (a privileged teacher); 0: every
+            episode shows the true run times.
+        noisy_sigma: Sigma of those episodes' log-normal errors; None: the track's default.
     """
 
     episodes: int = 40
@@ -251,6 +256,19 @@ class BCConf:
     batch: int = 64
     value_coef: float = 0.5
     ordered_masks: bool = False
+    noisy_fraction: float = 0.0
+    noisy_sigma: float | None = None
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.noisy_fraction <= 1.0:
+            raise ValueError(
+                f"agent.bc.noisy_fraction={self.noisy_fraction!r} must lie in [0, 1]"
+            )
+        if self.noisy_sigma is not None and not self.noisy_sigma >= 0.0:
+            raise ValueError(
+                f"agent.bc.noisy_sigma={self.noisy_sigma!r} must be >= 0 (or null: the "
+                "noisy track's default)"
+            )
 
 
 @dataclass

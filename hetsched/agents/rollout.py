@@ -13,6 +13,8 @@ import os
 import pickle
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +27,7 @@ from hetsched.agents.config import CurriculumItem, MAIFSAgentConf
 from hetsched.agents.driver import TeamEnv
 from hetsched.agents.network import MAIFSNet
 from hetsched.agents.teacher import SJFTeacher
+from hetsched.envs.core import EnvCore
 
 KEYS = ("obs", "mask", "adj", "actions", "logp", "value", "weight")
 #: Who acts in an episode: the sampling network (PPO), the teacher (behaviour cloning) or the
@@ -97,6 +100,39 @@ def gae(
     return adv, adv + value
 
 
+def show_track(core: EnvCore, conf: MAIFSAgentConf, spec: EpisodeSpec) -> bool:
+    """Set the information track the agents' features show in this episode; whether noisy.
+
+    With ``agent.bc.noisy_fraction`` > 0, a teacher or DAgger episode shows the ``noisy`` track
+    with that probability (drawn from the episode's sampling seed, on a stream of its own);
+    every other episode shows the true run times.
+    """
+    from hetsched.benchmark.info import DEFAULT_SIGMA, RuntimeInfo
+
+    frac = conf.bc.noisy_fraction
+    noisy = False
+    rng = np.random.default_rng([spec.act_seed, 1])
+    if frac > 0.0 and spec.mode != "agent":
+        noisy = bool(rng.random() < frac)
+    if not noisy:
+        core.features.set_runtime_info(None, 0)
+        return False
+    sigma = DEFAULT_SIGMA if conf.bc.noisy_sigma is None else conf.bc.noisy_sigma
+    core.features.set_runtime_info(RuntimeInfo("noisy", sigma), int(rng.integers(2**62)))
+    return True
+
+
+@contextmanager
+def true_run_times(core: EnvCore) -> Iterator[None]:
+    """Within the block, the features read the true remaining work (the privileged teacher)."""
+    info = core.features.runtime_info
+    core.features.runtime_info = None
+    try:
+        yield
+    finally:
+        core.features.runtime_info = info
+
+
 def play(
     env: TeamEnv, net: MAIFSNet, conf: MAIFSAgentConf, teacher: SJFTeacher, spec: EpisodeSpec
 ) -> Episode:
@@ -113,6 +149,7 @@ def play(
         net, conf, greedy=spec.mode != "agent", rng=np.random.default_rng(spec.act_seed)
     )
     env.reset(np.random.default_rng(spec.env_seed))
+    show_track(env.core, conf, spec)
     buf: dict[str, list[Any]] = {k: [] for k in KEYS}
     rew: list[float] = []
     dts: list[float] = []
@@ -126,7 +163,8 @@ def play(
             run = d["actions"]
         else:
             env_mask, _ = agent_masks(core, conf.env)
-            label = teacher.act(core)
+            with true_run_times(core):
+                label = teacher.act(core)
             adj = graph_of(env_mask, core.K, core.n_actions - core.n_place)
             mask = (
                 acting.label_masks(core, label) if conf.bc.ordered_masks else env_mask.astype(bool)

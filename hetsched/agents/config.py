@@ -261,9 +261,7 @@ class BCConf:
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.noisy_fraction <= 1.0:
-            raise ValueError(
-                f"agent.bc.noisy_fraction={self.noisy_fraction!r} must lie in [0, 1]"
-            )
+            raise ValueError(f"agent.bc.noisy_fraction={self.noisy_fraction!r} must lie in [0, 1]")
         if self.noisy_sigma is not None and not self.noisy_sigma >= 0.0:
             raise ValueError(
                 f"agent.bc.noisy_sigma={self.noisy_sigma!r} must be >= 0 (or null: the "

@@ -296,9 +296,18 @@ def agent_observations(core: EnvCore, conf: AgentEnvConf) -> NDArray[np.float32]
         if conf.drain_feature:
             d = drain_ratio(core, w)
             cols.append(np.where(d >= 1.0, d, 0.0))  # a step: 0 below a ratio of 1
-        with np.errstate(divide="ignore"):
-            v = (np.log2(np.stack(cols, axis=1)) + 4.0) / 8.0  # (K, extra)
-        flat = (np.clip(v, 0.0, 1.0) * core.slot_ok[:, None]).astype(obs.dtype).reshape(-1)
+        blocks = []
+        if cols:
+            with np.errstate(divide="ignore"):
+                v = (np.log2(np.stack(cols, axis=1)) + 4.0) / 8.0  # (K, extra)
+            blocks.append(np.clip(v, 0.0, 1.0))
+        if conf.level_share_feature:  # (K, Lg): the level's GPUs within the job's share
+            assert core.jt is not None
+            count = core.jt.gpu_count[w]
+            share = max(1.0, cluster_share(core))
+            blocks.append(((count > 0) & (count <= share)).astype(np.float64))
+        flat = (np.concatenate(blocks, axis=1) * core.slot_ok[:, None]).astype(obs.dtype)
+        flat = flat.reshape(-1)
         parts.append(np.broadcast_to(flat, (core.N, flat.shape[0])))
     if conf.move_feature:
         h = move_savings(core) / 3600.0  # (N, R) hours a move saves, 0: none
@@ -308,7 +317,8 @@ def agent_observations(core: EnvCore, conf: AgentEnvConf) -> NDArray[np.float32]
 
 def job_extra(conf: AgentEnvConf) -> int:
     """Per-window-slot features :func:`agent_observations` appends (``NetDims.job_extra``)."""
-    return int(conf.share_feature) + int(conf.drain_feature)
+    levels = len(conf.gpu_levels) if conf.level_share_feature else 0
+    return int(conf.share_feature) + int(conf.drain_feature) + levels
 
 
 def res_extra(conf: AgentEnvConf) -> int:

@@ -129,6 +129,10 @@ class AgentEnvConf:
             clipped to [0, 1] (0.5 at a ratio of 1), and 0 where it is below 1: a step, so
             that the feature says nothing about jobs that would not outlast the work in the
             system.
+        level_share_feature: Append, per window slot (after the features above), one input
+            per GPU level: 1 where the level's GPU count is within the job's share of the
+            cluster (all GPUs over the jobs in the system, at least 1), the test the teacher's
+            ``elastic_share`` rule makes per level; else 0.
         move_feature: Append, per resident slot, the time a migration would save the job
             (:func:`hetsched.agents.signals.move_savings`, what the teacher's
             ``migrate_gain_s`` rule reads), as ``h / (h + 1)`` of the hours saved (0: no move).
@@ -156,6 +160,7 @@ class AgentEnvConf:
     share_feature: bool = False
     drain_feature: bool = False
     move_feature: bool = False
+    level_share_feature: bool = False
     decision_order: str = "rate"
     resizable: bool = False
     migrate_speedup: float | None = None

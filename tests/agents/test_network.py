@@ -90,3 +90,37 @@ def test_drain_feature_follows_the_share_feature_slot_by_slot() -> None:
     assert (extra[:, ~core.slot_ok] == 0).all()
     dims = net_dims(core.layout, core.cfg.levels, job_extra=2)
     assert MAIFSNet(dims).job_enc[0].in_features == dims.job_dim + 2
+
+
+def test_level_share_feature_marks_the_gpu_levels_within_the_jobs_share() -> None:
+    """``env.level_share_feature``: per slot, one column per GPU level after the share
+    feature's: 1 where the level's GPU count is within the job's share of the cluster. Two
+    A100 nodes of 4 GPUs; two elastic 4-GPU jobs (1-8 GPUs) and a rigid 1-GPU job: a share of
+    8/3 GPUs, so levels 1/4 and 1/2 (1 and 2 GPUs) are within it for the elastic jobs and the
+    request (4) and 2x (8) are not; the rigid job's only count, 1 GPU, is within it."""
+    conf = MAIFSAgentConf()
+    conf.env.share_feature = conf.env.level_share_feature = True
+    cl = make_cluster([{"gpu_type": "a100", "count": 2, "gpus": 4, "cpus": 64, "mem_gib": 256}])
+    wl = make_workload(
+        [0.0] * 3, [3600.0] * 3, [4, 4, 1], cpu=2.0, mem=8.0, elastic=([1, 1, 1], [8, 8, 1])
+    )
+    env = TeamEnv(cl, wl, tiny_tm(), env_settings(conf.env), conf.env.max_steps)
+    env.reset(np.random.default_rng(0))
+    core = env.core
+    assert core.jt is not None
+    Lg, K = len(conf.env.gpu_levels), core.layout.window
+    obs = agent_observations(core, conf.env)
+    assert obs.shape == (core.N, core.layout.obs_dim + K * (1 + Lg))
+    extra = obs[:, core.layout.obs_dim :].reshape(core.N, K, 1 + Lg)
+    slot = {int(j): k for k, j in enumerate(core.window) if core.slot_ok[k]}
+    counts = core.jt.gpu_count[core.window[slot[0]]]
+    assert counts.tolist() == [1, 2, 4, 8]  # the levels 1/4, 1/2, 1 and 2 of a 4-GPU request
+    for j in (0, 1):
+        assert extra[:, slot[j], 1:].tolist() == [[1.0, 1.0, 0.0, 0.0]] * core.N
+    rigid = core.jt.gpu_count[2]
+    assert extra[0, slot[2], 1:].tolist() == [float(0 < c <= 8 / 3) for c in rigid]
+    assert (extra[:, ~core.slot_ok] == 0).all()
+    dims = net_dims(core.layout, core.cfg.levels, job_extra=1 + Lg)
+    net = MAIFSNet(dims)
+    assert net.job_enc[0].in_features == dims.job_dim + 1 + Lg
+    assert torch.isfinite(net.encode(torch.from_numpy(obs)[None])[1]).all()

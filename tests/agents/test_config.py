@@ -217,7 +217,19 @@ def test_drain_preset_is_the_node_major_recipe_with_the_long_rule_and_its_inputs
     assert a == b
 
 
-def test_the_shipped_checkpoint_is_the_drain_preset_at_seed_0() -> None:
+def test_levels_preset_is_the_drain_recipe_with_the_per_level_share_input() -> None:
+    """``agent=maifs_levels`` is ``agent=maifs_drain`` plus the per-level share input."""
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        drain = OmegaConf.to_object(compose("train", overrides=["agent=maifs_drain"]))
+        levels = OmegaConf.to_object(compose("train", overrides=["agent=maifs_levels"]))
+    assert isinstance(drain, TrainConfig) and isinstance(levels, TrainConfig)
+    a, b = asdict(levels.agent), asdict(drain.agent)
+    assert a["env"]["level_share_feature"] and not b["env"]["level_share_feature"]
+    del a["env"]["level_share_feature"], b["env"]["level_share_feature"]
+    assert a == b
+
+
+def test_the_shipped_checkpoint_is_the_levels_preset_at_seed_1() -> None:
     """The model card's command reproduces the shipped network's recipe: its stored config is
     the preset's, field for field (a change to the preset must come with a new checkpoint)."""
     import torch
@@ -226,8 +238,8 @@ def test_the_shipped_checkpoint_is_the_drain_preset_at_seed_0() -> None:
 
     ck = torch.load(CHECKPOINT_DIR / "maifs_default.pt", weights_only=True)
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        drain = OmegaConf.to_object(compose("train", overrides=["agent=maifs_drain", "seed=0"]))
-    assert isinstance(drain, TrainConfig)
-    assert asdict(conf_from_dict(ck["config"])) == asdict(drain.agent)  # new fields: legacy values
-    assert ck["seed"] == drain.seed == 0
-    assert ck["phase"] == "bc" and drain.agent.env.drain_feature
+        levels = OmegaConf.to_object(compose("train", overrides=["agent=maifs_levels", "seed=1"]))
+    assert isinstance(levels, TrainConfig)
+    assert asdict(conf_from_dict(ck["config"])) == asdict(levels.agent)  # new fields: legacy values
+    assert ck["seed"] == levels.seed == 1
+    assert ck["phase"] == "bc" and levels.agent.env.level_share_feature

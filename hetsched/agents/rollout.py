@@ -13,8 +13,6 @@ import os
 import pickle
 import shutil
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,28 +107,13 @@ def show_track(core: EnvCore, conf: MAIFSAgentConf, spec: EpisodeSpec) -> bool:
     """
     from hetsched.benchmark.info import DEFAULT_SIGMA, RuntimeInfo
 
-    frac = conf.bc.noisy_fraction
-    noisy = False
     rng = np.random.default_rng([spec.act_seed, 1])
-    if frac > 0.0 and spec.mode != "agent":
-        noisy = bool(rng.random() < frac)
-    if not noisy:
+    if spec.mode == "agent" or not rng.random() < conf.bc.noisy_fraction:
         core.features.set_runtime_info(None, 0)
         return False
     sigma = DEFAULT_SIGMA if conf.bc.noisy_sigma is None else conf.bc.noisy_sigma
     core.features.set_runtime_info(RuntimeInfo("noisy", sigma), int(rng.integers(2**62)))
     return True
-
-
-@contextmanager
-def true_run_times(core: EnvCore) -> Iterator[None]:
-    """Within the block, the features read the true remaining work (the privileged teacher)."""
-    info = core.features.runtime_info
-    core.features.runtime_info = None
-    try:
-        yield
-    finally:
-        core.features.runtime_info = info
 
 
 def play(
@@ -163,7 +146,7 @@ def play(
             run = d["actions"]
         else:
             env_mask, _ = agent_masks(core, conf.env)
-            with true_run_times(core):
+            with core.features.true_view():  # the privileged teacher reads the truth
                 label = teacher.act(core)
             adj = graph_of(env_mask, core.K, core.n_actions - core.n_place)
             mask = (

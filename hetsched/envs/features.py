@@ -40,6 +40,8 @@ the node-independent part (``8 + M + L_c + L_m``) plus relative throughput per c
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -181,6 +183,16 @@ class FeatureBuilder(MaskBuilder):
         self.runtime_info = None if exact else info
         self._info_rng = None if exact else np.random.default_rng(int(seed))
         self._info_wl = None
+
+    @contextmanager
+    def true_view(self) -> Iterator[None]:
+        """Within the block, :meth:`observed_remaining` shows the true remaining work whatever
+        the track (e.g. for a teacher that labels from the truth); the track's errors are kept."""
+        info, self.runtime_info = self.runtime_info, None
+        try:
+            yield
+        finally:
+            self.runtime_info = info
 
     def observed_remaining(
         self, wl: Workload, remaining: NDArray[np.float64]

@@ -10,7 +10,7 @@ from helpers import tiny_tm
 from hetsched.agents.acting import build_net, env_settings, net_dims
 from hetsched.agents.config import BCConf, MAIFSAgentConf
 from hetsched.agents.driver import TeamEnv
-from hetsched.agents.rollout import EpisodeSpec, play, show_track, true_run_times
+from hetsched.agents.rollout import EpisodeSpec, play, show_track
 from hetsched.agents.signals import seen_remaining
 from hetsched.agents.teacher import SJFTeacher
 
@@ -51,7 +51,7 @@ def test_noisy_episodes_show_estimates_and_the_others_the_truth() -> None:
     assert show_track(env.core, _conf(1.0), spec)
     noisy = seen_remaining(env.core).copy()
     assert not np.allclose(noisy, _true(env)), "a noisy episode shows estimates"
-    with true_run_times(env.core):
+    with env.core.features.true_view():
         np.testing.assert_array_equal(seen_remaining(env.core), _true(env))
     np.testing.assert_array_equal(seen_remaining(env.core), noisy)  # restored after the block
     # The same spec draws the same errors; PPO episodes and fraction 0 show the truth.
@@ -81,7 +81,7 @@ def test_the_teacher_labels_from_the_true_run_times() -> None:
         env.reset(np.random.default_rng(0))
         show_track(env.core, conf, EpisodeSpec(0, 0, s, "teacher"))
         fooled = teacher.act(env.core)
-        with true_run_times(env.core):
+        with env.core.features.true_view():
             differs.append(not np.array_equal(fooled, teacher.act(env.core)))
     seed = int(np.argmax(differs))
     assert differs[seed], "no seed's errors reorder the teacher; the test cannot fail"

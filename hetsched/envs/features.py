@@ -77,7 +77,69 @@ __all__ = [
 ]  # fmt: skip
 
 
-class FeatureBuilder(MaskBuilder):
+class RuntimeInfoView:
+    """The remaining-work features' information track (exact, noisy or none).
+
+    A mixin of :class:`FeatureBuilder`; the host sets ``tm`` and ``cluster``.
+    """
+
+    tm: ThroughputModel
+    cluster: Cluster
+    #: Information track of the remaining-work features (None: exact); see
+    #: :meth:`set_runtime_info`.
+    runtime_info: Any | None = None
+    _info_rng: np.random.Generator | None = None
+    _info_wl: Workload | None = None
+    _info_arrays: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
+
+    def set_runtime_info(self, info: Any, seed: int) -> None:
+        """Show the remaining-work features through an information track.
+
+        Args:
+            info: A :class:`hetsched.benchmark.info.RuntimeInfo` (``exact`` / ``noisy`` /
+                ``none``); ``None`` or ``exact``: the true remaining work.
+            seed: Seed of the track's errors (drawn per episode workload, in episode order).
+        """
+        exact = info is None or info.mode == "exact"
+        self.runtime_info = None if exact else info
+        self._info_rng = None if exact else np.random.default_rng(int(seed))
+        self._info_wl = None
+
+    @contextmanager
+    def true_view(self) -> Iterator[None]:
+        """Within the block, :meth:`observed_remaining` shows the true remaining work whatever
+        the track (e.g. for a teacher that labels from the truth); the track's errors are kept."""
+        info, self.runtime_info = self.runtime_info, None
+        try:
+            yield
+        finally:
+            self.runtime_info = info
+
+    def observed_remaining(
+        self, wl: Workload, remaining: NDArray[np.float64]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """The remaining and total work per job the features show, each shape (J,).
+
+        The true ``remaining`` and ``wl.work`` unless :meth:`set_runtime_info` set a track.
+        """
+        info = self.runtime_info
+        if info is None:
+            return remaining, wl.work
+        if self._info_wl is not wl:
+            from hetsched.benchmark.info import PRIOR_S, best_rate
+
+            assert self._info_rng is not None
+            factors = info.factors(wl.num_jobs, self._info_rng)
+            self._info_arrays = (factors, PRIOR_S * best_rate(wl, self.tm, self.cluster))
+            self._info_wl = wl
+        assert self._info_arrays is not None
+        out: tuple[NDArray[np.float64], NDArray[np.float64]] = info.estimate(
+            remaining, wl.work, *self._info_arrays
+        )
+        return out
+
+
+class FeatureBuilder(RuntimeInfoView, MaskBuilder):
     """Builds masks, observations and the global state for one cluster and level sets.
 
     Args:
@@ -164,58 +226,6 @@ class FeatureBuilder(MaskBuilder):
         self.mask_kernel: Any | None = kernels.get("mask")
         #: Compiled observation kernel, None for the numpy path.
         self.observe_kernel: Any | None = kernels.get("observe")
-        #: Information track of the remaining-work features (None: exact); see
-        #: :meth:`set_runtime_info`.
-        self.runtime_info: Any | None = None
-        self._info_rng: np.random.Generator | None = None
-        self._info_wl: Workload | None = None
-        self._info_arrays: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
-
-    def set_runtime_info(self, info: Any, seed: int) -> None:
-        """Show the remaining-work features through an information track.
-
-        Args:
-            info: A :class:`hetsched.benchmark.info.RuntimeInfo` (``exact`` / ``noisy`` /
-                ``none``); ``None`` or ``exact``: the true remaining work.
-            seed: Seed of the track's errors (drawn per episode workload, in episode order).
-        """
-        exact = info is None or info.mode == "exact"
-        self.runtime_info = None if exact else info
-        self._info_rng = None if exact else np.random.default_rng(int(seed))
-        self._info_wl = None
-
-    @contextmanager
-    def true_view(self) -> Iterator[None]:
-        """Within the block, :meth:`observed_remaining` shows the true remaining work whatever
-        the track (e.g. for a teacher that labels from the truth); the track's errors are kept."""
-        info, self.runtime_info = self.runtime_info, None
-        try:
-            yield
-        finally:
-            self.runtime_info = info
-
-    def observed_remaining(
-        self, wl: Workload, remaining: NDArray[np.float64]
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """The remaining and total work per job the features show, each shape (J,).
-
-        The true ``remaining`` and ``wl.work`` unless :meth:`set_runtime_info` set a track.
-        """
-        info = self.runtime_info
-        if info is None:
-            return remaining, wl.work
-        if self._info_wl is not wl:
-            from hetsched.benchmark.info import PRIOR_S, best_rate
-
-            assert self._info_rng is not None
-            factors = info.factors(wl.num_jobs, self._info_rng)
-            self._info_arrays = (factors, PRIOR_S * best_rate(wl, self.tm, self.cluster))
-            self._info_wl = wl
-        assert self._info_arrays is not None
-        out: tuple[NDArray[np.float64], NDArray[np.float64]] = info.estimate(
-            remaining, wl.work, *self._info_arrays
-        )
-        return out
 
     # ------------------------------------------------------------------ observations
     def entry_features(

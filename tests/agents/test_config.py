@@ -229,7 +229,20 @@ def test_levels_preset_is_the_drain_recipe_with_the_per_level_share_input() -> N
     assert a == b
 
 
-def test_the_shipped_checkpoint_is_the_levels_preset_at_seed_1() -> None:
+def test_elastic_preset_is_the_levels_recipe_with_elastic_migrations() -> None:
+    """``agent=maifs_elastic`` is ``agent=maifs_levels`` plus ``env.migrate_elastic``."""
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        levels = OmegaConf.to_object(compose("train", overrides=["agent=maifs_levels"]))
+        elastic = OmegaConf.to_object(compose("train", overrides=["agent=maifs_elastic"]))
+    assert isinstance(levels, TrainConfig) and isinstance(elastic, TrainConfig)
+    a, b = asdict(elastic.agent), asdict(levels.agent)
+    assert a["env"]["migrate_elastic"] and not b["env"]["migrate_elastic"]
+    assert a["env"]["migrate_speedup"] is not None  # the switch acts only with migrations on
+    del a["env"]["migrate_elastic"], b["env"]["migrate_elastic"]
+    assert a == b
+
+
+def test_the_shipped_checkpoint_is_the_elastic_preset_at_seed_0() -> None:
     """The model card's command reproduces the shipped network's recipe: its stored config is
     the preset's, field for field (a change to the preset must come with a new checkpoint)."""
     import torch
@@ -238,8 +251,8 @@ def test_the_shipped_checkpoint_is_the_levels_preset_at_seed_1() -> None:
 
     ck = torch.load(CHECKPOINT_DIR / "maifs_default.pt", weights_only=True)
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        levels = OmegaConf.to_object(compose("train", overrides=["agent=maifs_levels", "seed=1"]))
-    assert isinstance(levels, TrainConfig)
-    assert asdict(conf_from_dict(ck["config"])) == asdict(levels.agent)  # new fields: legacy values
-    assert ck["seed"] == levels.seed == 1
-    assert ck["phase"] == "bc" and levels.agent.env.level_share_feature
+        preset = OmegaConf.to_object(compose("train", overrides=["agent=maifs_elastic", "seed=0"]))
+    assert isinstance(preset, TrainConfig)
+    assert asdict(conf_from_dict(ck["config"])) == asdict(preset.agent)  # new fields: legacy values
+    assert ck["seed"] == preset.seed == 0
+    assert ck["phase"] == "bc" and preset.agent.env.migrate_elastic

@@ -227,3 +227,21 @@ def test_move_savings_and_the_move_feature_show_what_a_migration_saves() -> None
     net = MAIFSNet(dims)
     assert net.res_enc[0].in_features == dims.res_dim + 1
     assert torch.isfinite(net.encode(torch.from_numpy(obs)[None])[3]).all()
+
+
+def test_the_move_input_shows_an_elastic_move_at_its_new_gpu_count() -> None:
+    """``agent=maifs_elastic`` relies on the move input being computed from the env's own move
+    targets: with ``migrate_elastic`` j0's move to 4 A100s saves its run time at 2 GPUs less
+    that at 4 less the restart (without it no move is faster and none is offered, see
+    :func:`test_an_elastic_job_migrates_to_more_gpus_only_with_migrate_elastic`)."""
+    from hetsched.agents.signals import move_savings
+
+    env = _elastic_env(True)
+    got = move_savings(env.core)
+    assert env.core.sim is not None and env.core.wl is not None
+    a100 = TM.gpu_types.index("a100")
+    r2, r4 = (float(TM.isolated(CIFAR, a100, g)) for g in (2, 4))
+    left = float(env.core.sim.remaining[0])
+    want = left / r2 - left / r4 - float(TM.restart_delay_s[CIFAR])
+    assert got[0, 0] == pytest.approx(want, rel=1e-6) and want > 0
+    assert (got[0, 1:] == 0).all() and (got[1] == 0).all()

@@ -291,8 +291,9 @@ def agent_observations(core: EnvCore, conf: AgentEnvConf) -> NDArray[np.float32]
         assert core.wl is not None
         w = np.where(core.slot_ok, core.window, 0)
         cols = []
+        share = cluster_share(core)  # GPUs per job in the system
         if conf.share_feature:
-            cols.append(cluster_share(core) / np.maximum(core.wl.req_gpus[w], 1))
+            cols.append(share / np.maximum(core.wl.req_gpus[w], 1))
         if conf.drain_feature:
             d = drain_ratio(core, w)
             cols.append(np.where(d >= 1.0, d, 0.0))  # a step: 0 below a ratio of 1
@@ -304,8 +305,7 @@ def agent_observations(core: EnvCore, conf: AgentEnvConf) -> NDArray[np.float32]
         if conf.level_share_feature:  # (K, Lg): the level's GPUs within the job's share
             assert core.jt is not None
             count = core.jt.gpu_count[w]
-            share = max(1.0, cluster_share(core))
-            blocks.append(((count > 0) & (count <= share)).astype(np.float64))
+            blocks.append(((count > 0) & (count <= max(1.0, share))).astype(np.float64))
         flat = (np.concatenate(blocks, axis=1) * core.slot_ok[:, None]).astype(obs.dtype)
         flat = flat.reshape(-1)
         parts.append(np.broadcast_to(flat, (core.N, flat.shape[0])))

@@ -195,50 +195,35 @@ def test_node_major_preset_is_the_recipe_with_the_node_major_teacher() -> None:
     )
 
 
-def test_drain_preset_is_the_node_major_recipe_with_the_long_rule_and_its_inputs() -> None:
-    """``agent=maifs_drain`` is ``agent=maifs_node`` plus the teacher's drain rule and the two
-    inputs that show the agents what the teacher's long and move rules read; nothing else."""
+@pytest.mark.parametrize(
+    ("child", "parent", "added"),
+    [
+        # the teacher's drain rule and the two inputs that show what its long and move rules read
+        (
+            "maifs_drain",
+            "maifs_node",
+            {("teacher", "long_drain"): 1.0, ("env", "move_feature"): True,
+             ("env", "drain_feature"): True},
+        ),
+        # the per-level share input
+        ("maifs_levels", "maifs_drain", {("env", "level_share_feature"): True}),
+        # elastic migrations (the switch acts only with migrations on: checked below)
+        ("maifs_elastic", "maifs_levels", {("env", "migrate_elastic"): True}),
+    ],
+)  # fmt: skip
+def test_each_recipe_preset_is_its_parent_plus_named_settings(
+    child: str, parent: str, added: dict[tuple[str, str], object]
+) -> None:
+    """Each recipe preset is the one it extends with exactly the named settings; nothing else."""
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        node = OmegaConf.to_object(compose("train", overrides=["agent=maifs_node"]))
-        drain = OmegaConf.to_object(compose("train", overrides=["agent=maifs_drain"]))
-    assert isinstance(node, TrainConfig) and isinstance(drain, TrainConfig)
-    a, b = asdict(drain.agent), asdict(node.agent)
-    assert (a["teacher"]["long_drain"], a["env"]["move_feature"], a["env"]["drain_feature"]) == (
-        1.0,
-        True,
-        True,
-    )
-    for group, key in (
-        ("teacher", "long_drain"),
-        ("env", "move_feature"),
-        ("env", "drain_feature"),
-    ):
+        c = OmegaConf.to_object(compose("train", overrides=[f"agent={child}"]))
+        p = OmegaConf.to_object(compose("train", overrides=[f"agent={parent}"]))
+    assert isinstance(c, TrainConfig) and isinstance(p, TrainConfig)
+    a, b = asdict(c.agent), asdict(p.agent)
+    assert a["env"]["migrate_speedup"] is not None
+    for (group, key), value in added.items():
+        assert a[group][key] == value and b[group][key] != value
         del a[group][key], b[group][key]
-    assert a == b
-
-
-def test_levels_preset_is_the_drain_recipe_with_the_per_level_share_input() -> None:
-    """``agent=maifs_levels`` is ``agent=maifs_drain`` plus the per-level share input."""
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        drain = OmegaConf.to_object(compose("train", overrides=["agent=maifs_drain"]))
-        levels = OmegaConf.to_object(compose("train", overrides=["agent=maifs_levels"]))
-    assert isinstance(drain, TrainConfig) and isinstance(levels, TrainConfig)
-    a, b = asdict(levels.agent), asdict(drain.agent)
-    assert a["env"]["level_share_feature"] and not b["env"]["level_share_feature"]
-    del a["env"]["level_share_feature"], b["env"]["level_share_feature"]
-    assert a == b
-
-
-def test_elastic_preset_is_the_levels_recipe_with_elastic_migrations() -> None:
-    """``agent=maifs_elastic`` is ``agent=maifs_levels`` plus ``env.migrate_elastic``."""
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        levels = OmegaConf.to_object(compose("train", overrides=["agent=maifs_levels"]))
-        elastic = OmegaConf.to_object(compose("train", overrides=["agent=maifs_elastic"]))
-    assert isinstance(levels, TrainConfig) and isinstance(elastic, TrainConfig)
-    a, b = asdict(elastic.agent), asdict(levels.agent)
-    assert a["env"]["migrate_elastic"] and not b["env"]["migrate_elastic"]
-    assert a["env"]["migrate_speedup"] is not None  # the switch acts only with migrations on
-    del a["env"]["migrate_elastic"], b["env"]["migrate_elastic"]
     assert a == b
 
 

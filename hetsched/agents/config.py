@@ -387,6 +387,23 @@ class ClusterDrawConf:
 
 
 @dataclass
+class JobDrawConf:
+    """Job-mix randomisation of training windows
+    (:class:`hetsched.benchmark.job_draw.JobMixDraw`: GPU requests redrawn at the window's
+    offered load, each redrawn job as long as it was).
+
+    Attributes:
+        fraction: Share of training windows whose job mix is redrawn (0: never).
+        share: Share of a redrawn window's jobs that get a new GPU count, ``[low, high]``.
+        gpus: GPU counts a redrawn job may get (uniformly).
+    """
+
+    fraction: float = 0.0
+    share: list[float] = field(default_factory=lambda: [0.2, 0.7])
+    gpus: list[int] = field(default_factory=lambda: [2, 4, 8, 16])
+
+
+@dataclass
 class EvalConf:
     """Periodic evaluation against a fixed baseline on the validation item.
 
@@ -429,6 +446,7 @@ class MAIFSAgentConf:
     ppo: PPOConf = field(default_factory=PPOConf)
     curriculum: list[CurriculumItem] = field(default_factory=train_split_curriculum)
     cluster_draw: ClusterDrawConf = field(default_factory=ClusterDrawConf)
+    job_draw: JobDrawConf = field(default_factory=JobDrawConf)
     eval: EvalConf = field(default_factory=EvalConf)
 
     def __post_init__(self) -> None:

@@ -66,6 +66,7 @@ from hetsched.agents.rollout import (
     rollout_scalars,
 )
 from hetsched.agents.teacher import SJFTeacher
+from hetsched.benchmark.job_draw import JobMixDraw
 from hetsched.benchmark.scenarios import check_trainable, get_scenario
 from hetsched.config import changed_settings
 from hetsched.envs.presets import (
@@ -164,10 +165,17 @@ def curriculum_envs(
         items = items or [CurriculumItem()]
         return [items[min(i, len(items) - 1)] for i in range(len(envs))], envs
     draw = cluster_draw(cfg.agent.cluster_draw)
-    if items:
-        return items, [TeamEnv(*item_source(it), tm, settings, max_steps, draw) for it in items]
-    cl, wf = app_cluster(cfg.cluster), app_workload(cfg.workload)
-    return [CurriculumItem()], [TeamEnv(cl, wf, tm, settings, max_steps, draw)]
+    jd = cfg.agent.job_draw
+    sources = [item_source(it) for it in items] or [
+        (app_cluster(cfg.cluster), app_workload(cfg.workload))
+    ]
+    if jd.fraction > 0:  # job-mix randomisation of every factory-drawn window
+        sources = [
+            (cl, JobMixDraw.build(wf, jd.fraction, jd.share, jd.gpus) if callable(wf) else wf)
+            for cl, wf in sources
+        ]
+    envs = [TeamEnv(cl, wf, tm, settings, max_steps, draw) for cl, wf in sources]
+    return items or [CurriculumItem()], envs
 
 
 def cluster_draw(conf: ClusterDrawConf) -> tuple[ClusterDraw, float] | None:

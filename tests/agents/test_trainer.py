@@ -322,6 +322,32 @@ def test_cluster_draw_plays_episodes_on_drawn_clusters(tmp_path: Path) -> None:
         ClusterDrawConf(fraction=1.5)
 
 
+def test_job_draw_redraws_the_requests_of_the_training_windows() -> None:
+    """With ``agent.job_draw.fraction`` set, each curriculum item's windows come through a
+    :class:`JobMixDraw`: the item's 1-GPU window gets gangs, at the same seed the same ones."""
+    from hetsched.agents.config import CurriculumItem
+    from hetsched.agents.acting import env_settings
+    from hetsched.agents.trainer import curriculum_envs
+    from hetsched.benchmark.job_draw import JobMixDraw
+    from hetsched.sim.throughput import default_throughput
+
+    cfg = fast_config()
+    cfg.agent.curriculum = [CurriculumItem(scenario="itp_c01_sia64_busy")]
+    tm = default_throughput()
+    settings = env_settings(cfg.agent.env)
+    _, (off,) = curriculum_envs(cfg, tm, settings, None)
+    cfg.agent.job_draw.fraction = 1.0
+    _, (on,) = curriculum_envs(cfg, tm, settings, None)
+    assert isinstance(on._args[0], JobMixDraw) and not isinstance(off._args[0], JobMixDraw)
+    reqs = []
+    for env in (off, on, on):
+        env.reset(np.random.default_rng(7))
+        assert env.core.wl is not None
+        reqs.append(env.core.wl.req_gpus.copy())
+    assert (reqs[0] == 1).mean() > 0.9 and (reqs[1] > 1).mean() > 0.2
+    np.testing.assert_array_equal(reqs[1], reqs[2])
+
+
 @pytest.mark.slow
 def test_workers_start_from_a_small_message(tmp_path: Path) -> None:
     """The envs reach the workers through a file (a start message over the pipe's buffer would

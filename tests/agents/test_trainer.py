@@ -325,8 +325,8 @@ def test_cluster_draw_plays_episodes_on_drawn_clusters(tmp_path: Path) -> None:
 def test_job_draw_redraws_the_requests_of_the_training_windows() -> None:
     """With ``agent.job_draw.fraction`` set, each curriculum item's windows come through a
     :class:`JobMixDraw`: the item's 1-GPU window gets gangs, at the same seed the same ones."""
-    from hetsched.agents.config import CurriculumItem
     from hetsched.agents.acting import env_settings
+    from hetsched.agents.config import CurriculumItem
     from hetsched.agents.trainer import curriculum_envs
     from hetsched.benchmark.job_draw import JobMixDraw
     from hetsched.sim.throughput import default_throughput

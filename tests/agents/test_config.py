@@ -209,8 +209,6 @@ def test_node_major_preset_is_the_recipe_with_the_node_major_teacher() -> None:
         ("maifs_levels", "maifs_drain", {("env", "level_share_feature"): True}),
         # elastic migrations (the switch acts only with migrations on: checked below)
         ("maifs_elastic", "maifs_levels", {("env", "migrate_elastic"): True}),
-        # job-mix randomisation of half of the training windows
-        ("maifs_mix", "maifs_elastic", {("job_draw", "fraction"): 0.5}),
     ],
 )  # fmt: skip
 def test_each_recipe_preset_is_its_parent_plus_named_settings(

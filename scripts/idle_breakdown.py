@@ -1,6 +1,7 @@
 """Where a scheduler's idle GPU-hours come from: single-node fits, slow fits or gangs only.
 
-Replays benchmark cells exactly as ``hetsched-benchmark`` runs them (exact track) and splits each
+Replays benchmark cells exactly as ``hetsched-benchmark`` runs them (the exact track, or
+``--runtime-info noisy`` / ``none``) and splits each
 cell's ``idle_fit_gpu_h`` by what the waiting jobs need (:meth:`FitProbe.idle_breakdown`; the
 benchmark counts all three): ``single`` when some waiting job fits on one node's free GPUs of an
 allowed type at least half as fast for it as the best single node of the cluster, ``slow_only``
@@ -16,6 +17,7 @@ outside the window, no GPU level that fits, no cores or memory, or claimable.
     python scripts/idle_breakdown.py --scenario itp_c06_pai_busy --seed 0 1 --scheduler maifs
     python scripts/idle_breakdown.py --scenario itp_c06_pai_busy --seed 1 --checkpoint my.pt
     python scripts/idle_breakdown.py --split validation --seed 0 1 --scheduler maifs_teacher
+    python scripts/idle_breakdown.py --split validation --seed 0 1 --runtime-info noisy
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import sys
 
 from hetsched.agents.policy import LAST_STEPS
+from hetsched.benchmark.info import DEFAULT_SIGMA, TRACKS
 from hetsched.benchmark.runner import Cell, play_cell, preset_node, replay_arguments
 from hetsched.benchmark.scenarios import scenario_names
 from hetsched.envs.idle import IDLE_CAUSES
@@ -34,7 +37,14 @@ def main() -> None:
 
     ap = replay_arguments(__doc__.splitlines()[0])
     ap.add_argument("--scheduler", default="maifs", help="a conf/scheduler preset")
+    ap.add_argument(
+        "--runtime-info",
+        default="exact",
+        choices=TRACKS,
+        help=f"information track (noisy: sigma {DEFAULT_SIGMA:g}, as the benchmark's default)",
+    )
     args = ap.parse_args()
+    sigma = DEFAULT_SIGMA if args.runtime_info == "noisy" else 0.0
     names = scenario_names(args.split, args.scenario)
     node = preset_node(args.scheduler, args.checkpoint)
     total = dict.fromkeys(("all", "single", "slow_only", "gang_only"), 0.0)
@@ -42,7 +52,9 @@ def main() -> None:
     by_cause: dict[str, float] = {}
     for name in names:
         for seed in args.seed:
-            out, probe, _, _ = play_cell(Cell(name, args.scheduler, node, "exact", 0.0, seed))
+            out, probe, _, _ = play_cell(
+                Cell(name, args.scheduler, node, args.runtime_info, sigma, seed)
+            )
             end = float(out.result.end_time)
             parts = {"all": probe.idle_fit_gpu_h(end), **probe.idle_breakdown(end)}
             total = {k: total[k] + parts[k] for k in total}

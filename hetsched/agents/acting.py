@@ -71,6 +71,7 @@ def env_settings(conf: AgentEnvConf) -> EnvSettings:
         migrate_gangs=conf.migrate_gangs,
         retry_refused=conf.retry_refused,
         migrate_elastic=conf.migrate_elastic,
+        reclaim_cores=conf.reclaim_cores,
     )
 
 

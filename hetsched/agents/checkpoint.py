@@ -64,6 +64,7 @@ LEGACY: dict[tuple[str, str], object] = {
     ("env", "share_guard_all"): False,
     ("env", "retry_refused"): False,
     ("env", "migrate_elastic"): False,
+    ("env", "reclaim_cores"): False,
 }
 
 

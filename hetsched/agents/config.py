@@ -115,6 +115,10 @@ class AgentEnvConf:
             count: grow onto a node that empties, or move to fewer faster GPUs
             (``EnvSettings.migrate_elastic``). Checkpoints saved before this field existed load
             with false.
+        reclaim_cores: Cores and memory granted above a running job's request are lent: taken
+            back while they strand free GPUs a waiting job fits, given back when the node has
+            them to spare (``EnvSettings.reclaim_cores``). Checkpoints saved before this field
+            existed load with false.
         identity: Show identity features (the GPU-type one-hot of the own node, the model
             one-hot of resident and window jobs). False zeroes them, so the network sees jobs
             and nodes only through throughput-relative features (the identity-features
@@ -166,6 +170,7 @@ class AgentEnvConf:
     migrate_speedup: float | None = None
     migrate_gangs: bool = False
     migrate_elastic: bool = False
+    reclaim_cores: bool = False
     gang_binding: bool = False
     share_guard: bool = False
     share_guard_all: bool = False
@@ -562,6 +567,7 @@ class TeacherSchedulerConf:
     share_guard_all: bool = AgentEnvConf.share_guard_all
     retry_refused: bool = AgentEnvConf.retry_refused
     migrate_elastic: bool = AgentEnvConf.migrate_elastic
+    reclaim_cores: bool = AgentEnvConf.reclaim_cores
     evict_ratio: float | None = TeacherConf.evict_ratio
     evict_wait_s: float = TeacherConf.evict_wait_s
     evict_protect: float | None = TeacherConf.evict_protect

@@ -200,6 +200,8 @@ class TeacherPolicy(ActorPolicy):
             (``EnvSettings.retry_refused``).
         migrate_elastic: With ``migrate_speedup``, elastic jobs may migrate at another GPU
             count (``EnvSettings.migrate_elastic``).
+        reclaim_cores: Grants above a running job's request are lent
+            (``EnvSettings.reclaim_cores``).
         evict_ratio: Evict a running job for a waiting one whose run time is this many
             times shorter (:class:`SJFTeacher`, step 4; the preemptive env). None: no such
             evictions.
@@ -230,6 +232,7 @@ class TeacherPolicy(ActorPolicy):
         share_guard_all: bool = AgentEnvConf.share_guard_all,
         retry_refused: bool = AgentEnvConf.retry_refused,
         migrate_elastic: bool = AgentEnvConf.migrate_elastic,
+        reclaim_cores: bool = AgentEnvConf.reclaim_cores,
         evict_ratio: float | None = TeacherConf.evict_ratio,
         evict_wait_s: float = TeacherConf.evict_wait_s,
         evict_protect: float | None = TeacherConf.evict_protect,
@@ -267,6 +270,7 @@ class TeacherPolicy(ActorPolicy):
             migrate_gangs=migrate_gangs,
             retry_refused=retry_refused,
             migrate_elastic=migrate_elastic,
+            reclaim_cores=reclaim_cores,
         )
         super().__init__(settings, t.act, "maifs_teacher", max_idle_rounds)
 
@@ -293,6 +297,7 @@ class TeacherPolicy(ActorPolicy):
             share_guard_all=e.share_guard_all,
             retry_refused=e.retry_refused,
             migrate_elastic=e.migrate_elastic,
+            reclaim_cores=e.reclaim_cores,
             evict_ratio=t.evict_ratio if e.preemptive else None,
             evict_wait_s=t.evict_wait_s,
             evict_protect=t.evict_protect,

@@ -155,7 +155,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
     changes keep the spaces, dynamics and rewards: speed-ups; a stall is also detected with
     ``skip_idle=False``; additions that change nothing by default (the progress shaping term
     ``reward_weights={"progress": w}`` with info key ``reward_progress``; the window orders
-    ``"sjf"`` and ``"typed"``; ``window_backfill``; ``migrate_gangs``; ``retry_refused``; ``migrate_elastic``); the
+    ``"sjf"`` and ``"typed"``; ``window_backfill``; ``migrate_gangs``; ``retry_refused``; ``migrate_elastic``; ``reclaim_cores``); the
     info key ``evicted_jobs`` (always 0 here) with ``hetsched/ClusterPreempt-v0`` (2026-11-26, this env
     with ``preemptive=True``, first version ``-v0``); the stall detector ``stall_steps`` (it
     truncates only episodes without progress for that many steps) with the info keys
@@ -203,6 +203,9 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
             (see ``EnvSettings.migrate_elastic``).
         retry_refused: A step whose claims were all refused gang claims keeps the round going
             with those gang claims masked (see ``EnvSettings.retry_refused``).
+        reclaim_cores: Grants of cores and memory above a running job's request are lent:
+            taken back while they strand free GPUs a waiting job fits (see
+            ``EnvSettings.reclaim_cores``).
         stall_steps: Decision steps without progress after which the episode is truncated
             as stalled (None: never; see :class:`~hetsched.envs.spaces.EnvSettings`).
     """
@@ -246,6 +249,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         migrate_gangs: bool = False,
         retry_refused: bool = False,
         migrate_elastic: bool = False,
+        reclaim_cores: bool = False,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
@@ -275,6 +279,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
             migrate_gangs=migrate_gangs,
             retry_refused=retry_refused,
             migrate_elastic=migrate_elastic,
+            reclaim_cores=reclaim_cores,
         )
         self.max_cycles = self.settings.max_cycles
         tm = resolve_throughput(throughput)

@@ -136,6 +136,7 @@ class CoreState:
     _admitted: int
     _pending_stats: StepStats
     _cur: Allocation
+    _granted: NDArray[np.float64]
     _new: list[Allocation]
     _placed: NDArray[np.bool_]
     _evicted_n: NDArray[np.int64]

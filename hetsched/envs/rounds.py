@@ -69,7 +69,38 @@ class RoundFlow(WindowRules):
         self._evict_map = None
         if self.cfg.preemptive:
             self.evicted_this_round[:] = False
+        if self.cfg.reclaim_cores and cur.size:
+            self._lend()
         self.refresh()
+
+    def _lend(self) -> None:
+        """``EnvSettings.reclaim_cores`` for the cores, then the memory: per node, give
+        taken-back grants back out of what the free GPUs' share leaves (largest debt first);
+        where a waiting job fits the free GPUs and they lack their share, take grants above
+        the request back (largest excess first)."""
+        cur, cl, wl = self._cur, self.cluster, self.wl
+        assert wl is not None
+        N, node, job, g, p = self.N, cur.node, cur.job, cur.gpus, self.pending
+        ok = wl.allowed_types[p][:, cl.node_type] & (wl.min_gpus[p][:, None] <= self.free_g)
+        fits = ok.any(axis=0)  # (N,) some waiting job fits the node's free GPUs
+        per = np.maximum(cl.node_gpus, 1).astype(np.float64)
+        held = {"cpus": cur.cpus.copy(), "mem": cur.mem.copy()}
+        for i, (key, free, cap, req) in enumerate(
+            (
+                ("cpus", self.free_c, cl.node_cpus, wl.cpu_per_gpu),
+                ("mem", self.free_m, cl.node_mem, wl.mem_per_gpu),
+            )
+        ):
+            vals = held[key]
+            lack = self.free_g * (cap / per) - free  # (N,) > 0: the free GPUs lack this much
+            debt = np.maximum(g * self._granted[i, job] - vals, 0.0)  # (E,) taken back
+            back = _give(node, debt, np.where(lack < 0, -lack, 0.0))
+            over = np.maximum(vals - g * req[job], 0.0)  # (E,) above the request
+            take = _give(node, over, np.where(fits & (lack > 0), lack, 0.0))
+            vals += back - take
+            free -= np.bincount(node, weights=back - take, minlength=N)
+        self._cur = Allocation._of_arrays(job, node, g, held["cpus"], held["mem"], cur.share)
+        self._round_alloc = self._cur
 
     def _free_of(self, cur: Allocation) -> None:
         """Free GPUs, CPU cores and GiB per node left by ``cur`` (the numpy path)."""
@@ -91,7 +122,9 @@ class RoundFlow(WindowRules):
 
     def _job_flags(self) -> None:
         """Per-job flags of an episode (shape (J,) each): placed this round, evictions so far
-        (``evict_max``), evicted this round."""
+        (``evict_max``), evicted this round; cores and memory per GPU granted at placement
+        (shape (2, J), for ``reclaim_cores``)."""
+        self._granted = np.zeros((2, self.J), dtype=np.float64)
         self._placed = np.zeros(self.J, dtype=bool)
         self._evicted_n = np.zeros(self.J, dtype=np.int64)
         self.evicted_this_round = np.zeros(self.J, dtype=bool)
@@ -113,6 +146,8 @@ class RoundFlow(WindowRules):
         self.free_g[nodes] -= gpus
         self.free_c[nodes] -= cpus
         self.free_m[nodes] -= mem
+        self._granted[0, jobs] = cpus / gpus
+        self._granted[1, jobs] = mem / gpus
         share = np.full(jobs.shape[0], -1, dtype=np.int64)
         self._new.append(Allocation._of_arrays(jobs, nodes, gpus, cpus, mem, share))
         self._round_alloc = None
@@ -357,3 +392,22 @@ class RoundFlow(WindowRules):
             stats.rounds += p.rounds
             stats.progress_gpu_s += p.progress_gpu_s
         self._pending_stats = StepStats()
+
+
+def _give(
+    node: NDArray[np.int64], want: NDArray[np.float64], room: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Amounts per entry, shape (E,): each node's ``room`` (N,) shared out to its entries'
+    ``want`` (E,), largest want first, each in full while the room lasts (the last one in
+    part)."""
+    out = np.zeros_like(want)
+    e = np.flatnonzero((want > 1e-9) & (room[node] > 1e-9))
+    if e.size == 0:
+        return out
+    e = e[np.lexsort((-want[e], node[e]))]  # node by node, largest first
+    n, w = node[e], want[e]
+    before = np.cumsum(w) - w
+    first = np.r_[0, np.flatnonzero(n[1:] != n[:-1]) + 1]
+    before -= np.repeat(before[first], np.diff(np.r_[first, e.size]))
+    out[e] = np.clip(room[n] - before, 0.0, w)
+    return out

@@ -178,6 +178,14 @@ class EnvSettings:
             masked for the rest of the round and the agents decide again
             (``ClaimResolver.resolve_claims``). False (default): such a step closes the
             round, and its GPUs idle until the next one.
+        reclaim_cores: Cores and memory granted above a running job's request are lent, not
+            given: at the start of each decision round, a node whose free GPUs some waiting
+            job fits (a GPU type it allows, its fewest GPUs) and that lacks their share of its
+            cores or memory (node total over node GPUs, per free GPU) takes back such grants,
+            largest first, each down to the request, until the free GPUs have their share; a
+            node with more free than its free GPUs' share gives taken-back grants back, up to
+            what each job was granted. Neither restarts a job. False: a grant lasts until
+            the job ends.
         stall_steps: Truncate the episode (``stalled``) after this many consecutive decision
             steps without progress: a legal action was offered, yet no job was placed and
             the round's time advanced with nothing running (e.g. a policy that always
@@ -206,6 +214,7 @@ class EnvSettings:
     stall_steps: int | None = 1000
     resizable: bool = False
     retry_refused: bool = False
+    reclaim_cores: bool = False
 
     def __post_init__(self) -> None:
         ss = self.stall_steps
@@ -225,6 +234,7 @@ class EnvSettings:
             "migrate_elastic",
             "retry_refused",
             "resizable",
+            "reclaim_cores",
         ):
             v = getattr(self, name)
             if not isinstance(v, bool | np.bool_):

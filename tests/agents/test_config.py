@@ -209,6 +209,8 @@ def test_node_major_preset_is_the_recipe_with_the_node_major_teacher() -> None:
         ("maifs_levels", "maifs_drain", {("env", "level_share_feature"): True}),
         # elastic migrations (the switch acts only with migrations on: checked below)
         ("maifs_elastic", "maifs_levels", {("env", "migrate_elastic"): True}),
+        # lent cores
+        ("maifs_reclaim", "maifs_elastic", {("env", "reclaim_cores"): True}),
     ],
 )  # fmt: skip
 def test_each_recipe_preset_is_its_parent_plus_named_settings(
@@ -227,7 +229,7 @@ def test_each_recipe_preset_is_its_parent_plus_named_settings(
     assert a == b
 
 
-def test_the_shipped_checkpoint_is_the_elastic_preset_at_seed_0() -> None:
+def test_the_shipped_checkpoint_is_the_reclaim_preset_at_seed_0() -> None:
     """The model card's command reproduces the shipped network's recipe: its stored config is
     the preset's, field for field (a change to the preset must come with a new checkpoint)."""
     import torch
@@ -236,8 +238,8 @@ def test_the_shipped_checkpoint_is_the_elastic_preset_at_seed_0() -> None:
 
     ck = torch.load(CHECKPOINT_DIR / "maifs_default.pt", weights_only=True)
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        preset = OmegaConf.to_object(compose("train", overrides=["agent=maifs_elastic", "seed=0"]))
+        preset = OmegaConf.to_object(compose("train", overrides=["agent=maifs_reclaim", "seed=0"]))
     assert isinstance(preset, TrainConfig)
     assert asdict(conf_from_dict(ck["config"])) == asdict(preset.agent)  # new fields: legacy values
     assert ck["seed"] == preset.seed == 0
-    assert ck["phase"] == "bc" and preset.agent.env.migrate_elastic
+    assert ck["phase"] == "bc" and preset.agent.env.reclaim_cores

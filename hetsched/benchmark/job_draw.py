@@ -109,9 +109,10 @@ def redraw_requests(
     pick = rng.random(J) < p
     g = np.asarray(gpus, dtype=np.int64)[rng.integers(0, len(gpus), size=J)]
     types = np.arange(len(GPU_TYPE_NAMES))
-    ok = wl.allowed_types & (cluster.gpus_per_type() > 0)[None, :]  # (J, T)
+    per_type = cluster.gpus_per_type()
+    ok = wl.allowed_types & (per_type > 0)[None, :]  # (J, T)
     rate = np.where(ok, throughput.isolated(wl.model[:, None], types[None, :], g[:, None]), 0.0)
-    pool = np.where(ok, cluster.gpus_per_type()[None, :], 0).max(axis=1)
+    pool = np.where(ok, per_type[None, :], 0).max(axis=1)
     best_new = rate.max(axis=1)
     t_old = best_isolated_s(wl, throughput, cluster)
     pick &= (g <= pool) & (best_new > 0) & np.isfinite(t_old) & (g != wl.req_gpus)
@@ -121,7 +122,8 @@ def redraw_requests(
     req = np.where(pick, g, wl.req_gpus)
     lo = np.where(pick & rigid, g, np.where(pick, np.minimum(wl.min_gpus, g), wl.min_gpus))
     hi = np.where(pick & rigid, g, np.where(pick, np.maximum(wl.max_gpus, g), wl.max_gpus))
-    work = np.where(pick, np.where(pick, t_old, 0.0) * best_new, wl.work)
+    work = wl.work.copy()
+    work[pick] = t_old[pick] * best_new[pick]  # the old run time at the new best rate
     new = replace(wl, req_gpus=req, min_gpus=lo, max_gpus=hi, work=work)
     rho = offered_load(wl, throughput, cluster)
     return at_load(new, rho, throughput, cluster) if math.isfinite(rho) and rho > 0 else new

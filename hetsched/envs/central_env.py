@@ -17,7 +17,6 @@ from hetsched.envs.cluster_env import (
     DEFAULT_WORKLOAD_KWARGS,
     INFO_KEYS,
     REWARD_KEYS,
-    render_core,
     reward_parts,
 )
 from hetsched.envs.core import EnvCore, StepStats
@@ -29,6 +28,7 @@ from hetsched.envs.presets import (
     resolve_cluster,
     resolve_throughput,
 )
+from hetsched.envs.render import render_core
 from hetsched.envs.spaces import ActionCodec, EnvSettings, LevelSets, RewardWeights
 from hetsched.sim.allocation import Allocation
 from hetsched.sim.cluster import Cluster

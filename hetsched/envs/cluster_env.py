@@ -24,10 +24,10 @@ from hetsched.envs.presets import (
     resolve_cluster,
     resolve_throughput,
 )
+from hetsched.envs.render import render_core
 from hetsched.envs.rewards import REWARD_KEYS, reward_parts
 from hetsched.envs.spaces import EnvSettings, LevelSets, RewardWeights
 from hetsched.sim.allocation import Allocation
-from hetsched.sim.catalog import GPU_TYPE_NAMES
 from hetsched.sim.cluster import Cluster
 from hetsched.sim.engine import SimResult
 from hetsched.sim.faults import FailureSpec
@@ -546,36 +546,6 @@ def agent_infos(
         d["action_mask"] = m_
         out[a] = d
     return out
-
-
-def render_core(core: EnvCore, mode: str) -> str | NDArray[np.uint8]:
-    """Render the core's round state as text or as an RGB image."""
-    cl = core.cluster
-    alloc = core.round_allocation()
-    if mode == "ansi":
-        assert core.sim is not None
-        lines = [
-            f"t={core.sim.time:.0f}s step={core.decision_step} done={core._n_done}/{core.J} "
-            f"waiting={core.pending.size} window={core.window.tolist()}"
-        ]
-        for n in range(cl.num_nodes):
-            jobs = alloc.job[alloc.node == n].tolist()
-            lines.append(
-                f"node_{n:<3d} {GPU_TYPE_NAMES[cl.node_type[n]]:<10s} "
-                f"gpus {int(core.free_g[n])}/{int(cl.node_gpus[n])} free  jobs {jobs}"
-            )
-        return "\n".join(lines)
-    if mode == "rgb_array":
-        N, G = cl.num_nodes, int(cl.node_gpus.max())
-        img = np.zeros((N, G, 3), dtype=np.uint8)
-        img[:, :, :] = 40
-        cols = np.arange(G)[None, :]
-        exists = cols < cl.node_gpus[:, None]
-        busy = cols < (cl.node_gpus - core.free_g)[:, None]
-        img[exists] = (200, 200, 200)
-        img[busy & exists] = (30, 120, 220)
-        return np.repeat(np.repeat(img, 8, axis=0), 8, axis=1)
-    raise ValueError(f"render mode {mode!r} is not one of ['ansi', 'rgb_array']")
 
 
 def parallel_env(**kwargs: Any) -> ClusterParallelEnv:

@@ -102,3 +102,18 @@ def test_failing_lists_each_missed_part_by_scenario(
     good = [*_refs("a", 0), ("a", "net", "exact", 0, 1.0, 10.4, 0.0)]
     assert main([str(_write(tmp_path / "good", good)), "--failing"]) == 0
     assert "every scored scenario meets the bar" in capsys.readouterr().out
+
+
+def test_rigid_itp_makespan_averages_the_rigid_itp_windows_only(tmp_path: Path) -> None:
+    rows = [*_refs("itp_x_light", 0), *_refs("itp_x_busy_elastic", 0), *_refs("a", 0)]
+    rows += [
+        ("itp_x_light", "net", "exact", 0, 1.0, 11.0, 0.0),  # 11 over Sia's 10
+        ("itp_x_busy_elastic", "net", "exact", 0, 1.0, 30.0, 0.0),  # elastic: left out
+        ("a", "net", "exact", 0, 1.0, 30.0, 0.0),  # not ITP: left out
+        ("a", "other", "exact", 0, 1.0, 9.0, 0.0),  # no rigid ITP window
+    ]
+    bar_rows: Callable[..., list[dict[str, object]]] = _script()["bar_rows"]
+    with (_write(tmp_path, rows) / "cells.csv").open() as f:
+        by = {r["scheduler"]: r for r in bar_rows(list(csv.DictReader(f)), None)}
+    assert by["net"]["makespan_rigid_itp"] == pytest.approx(1.1)
+    assert by["other"]["makespan_rigid_itp"] == "-"

@@ -119,11 +119,16 @@ def _per_scenario(
     return out
 
 
+def _makespan_ratio(v: dict[str, float]) -> float:
+    """A scenario's mean makespan over the lower of Sia's and Gavel's mean makespans."""
+    return v["makespan"] / min(v["sia_makespan"], v["gavel_makespan"])
+
+
 def _checks(v: dict[str, float]) -> tuple[bool, bool, bool]:
     """(below FIFO and LAS, makespan within the slack, idle within the factor) of one scenario."""
     return (
         v["jct"] < min(v["fifo_jct"], v["las_jct"]),
-        v["makespan"] <= MAKESPAN_SLACK * min(v["sia_makespan"], v["gavel_makespan"]),
+        _makespan_ratio(v) <= MAKESPAN_SLACK,
         v["idle"] <= IDLE_FACTOR * v["sia_idle"] + 1e-9,
     )
 
@@ -145,7 +150,7 @@ def bar_rows(rows: list[dict[str, str]], schedulers: list[str] | None) -> list[d
         below, mk, idle = (sum(c) for c in zip(*(_checks(v) for v in m.values()), strict=True))
         n = len(m)
         rigid = [
-            v["makespan"] / min(v["sia_makespan"], v["gavel_makespan"])
+            _makespan_ratio(v)
             for name, v in m.items()
             if name.startswith("itp_") and "elastic" not in name
         ]
@@ -191,9 +196,7 @@ def failing_rows(
                     "scenario": scn,
                     "jct_vs_best": round(v["jct"] / min(v["sia_jct"], v["gavel_jct"]), 3),
                     "jct_vs_fifo_las": round(v["jct"] / min(v["fifo_jct"], v["las_jct"]), 3),
-                    "makespan_vs_best": round(
-                        v["makespan"] / min(v["sia_makespan"], v["gavel_makespan"]), 3
-                    ),
+                    "makespan_vs_best": round(_makespan_ratio(v), 3),
                     "idle_gpu_h": round(v["idle"], 2),
                     "sia_idle_gpu_h": round(v["sia_idle"], 2),
                     "fails": " ".join(n for n, o in zip(names, ok, strict=True) if not o),

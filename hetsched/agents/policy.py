@@ -214,12 +214,12 @@ class TeacherPolicy(ActorPolicy):
 
     def __init__(
         self,
-        window: int = 16,
-        order: str = "sjf",
-        min_rel_rate: float = 0.5,
-        fungible: bool = True,
-        long_s: float = 3 * 3600.0,
-        round_s: float = 60.0,
+        window: int = AgentEnvConf.window,
+        order: str = TeacherConf.order,
+        min_rel_rate: float = TeacherConf.min_rel_rate,
+        fungible: bool = AgentEnvConf.fungible,
+        long_s: float = TeacherConf.long_s,
+        round_s: float = AgentEnvConf.round_s,
         max_idle_rounds: int = MAX_IDLE_ROUNDS,
         gpu_levels: tuple[float, ...] | list[float] = AGENT_GPU_LEVELS,
         elastic_share: bool = TeacherConf.elastic_share,

@@ -39,6 +39,7 @@ from hetsched.agents.signals import (
     cluster_share,
     drain_ratio,
     move_savings,
+    over_share,
     share_guard,
     window_tput,
 )
@@ -310,9 +311,16 @@ def agent_observations(core: EnvCore, conf: AgentEnvConf) -> NDArray[np.float32]
         flat = (np.concatenate(blocks, axis=1) * core.slot_ok[:, None]).astype(obs.dtype)
         flat = flat.reshape(-1)
         parts.append(np.broadcast_to(flat, (core.N, flat.shape[0])))
+    res = []  # (N, R) each; appended slot by slot, each slot's inputs together
     if conf.move_feature:
-        h = move_savings(core) / 3600.0  # (N, R) hours a move saves, 0: none
-        parts.append((h / (h + 1.0)).astype(obs.dtype))
+        h = move_savings(core) / 3600.0  # hours a move saves, 0: none
+        res.append(h / (h + 1.0))
+    if conf.shrink_feature:
+        x = over_share(core)  # GPUs over the share, 0: no shrink possible
+        with np.errstate(divide="ignore"):
+            res.append(np.where(x > 0, np.clip((np.log2(x) + 4.0) / 8.0, 0.0, 1.0), 0.0))
+    if res:
+        parts.append(np.stack(res, axis=2).reshape(core.N, -1).astype(obs.dtype))
     return np.concatenate(parts, axis=1) if len(parts) > 1 else obs
 
 
@@ -324,7 +332,7 @@ def job_extra(conf: AgentEnvConf) -> int:
 
 def res_extra(conf: AgentEnvConf) -> int:
     """Per-resident-slot features :func:`agent_observations` appends (``NetDims.res_extra``)."""
-    return int(conf.move_feature)
+    return int(conf.move_feature) + int(conf.shrink_feature)
 
 
 def graph_of(mask: NDArray[np.integer], window: int, extra: int = 0) -> NDArray[np.bool_]:

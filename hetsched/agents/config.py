@@ -140,6 +140,11 @@ class AgentEnvConf:
         move_feature: Append, per resident slot, the time a migration would save the job
             (:func:`hetsched.agents.signals.move_savings`, what the teacher's
             ``migrate_gain_s`` rule reads), as ``h / (h + 1)`` of the hours saved (0: no move).
+        shrink_feature: Append, per resident slot (after the move feature), the job's GPUs over
+            its share of the cluster (:func:`hetsched.agents.signals.over_share`, what the
+            teacher's ``shrink_share`` rule reads) as ``(log2(x) + 4) / 8`` clipped to [0, 1],
+            0 where no shrink is possible. Checkpoints saved before this field existed load
+            with false.
     """
 
     window: int = 16
@@ -165,6 +170,7 @@ class AgentEnvConf:
     drain_feature: bool = False
     move_feature: bool = False
     level_share_feature: bool = False
+    shrink_feature: bool = False
     decision_order: str = "rate"
     resizable: bool = False
     migrate_speedup: float | None = None
@@ -219,7 +225,9 @@ class TeacherConf:
     is at least this fraction of the longest among the possible victims (null: spare none).
     ``long_drain``: a job is also long (started first) when its run time is more than this many
     times the cluster's drain time (:func:`hetsched.agents.signals.drain_ratio`; null: only
-    ``long_s``).
+    ``long_s``). ``shrink_share``: in a preemptive env, while a window job waits, evict a running
+    elastic job held above this many times its share of the cluster so that it restarts within
+    it (the teacher's step 4; null: never).
     """
 
     order: str = "sjf"
@@ -232,6 +240,7 @@ class TeacherConf:
     migrate_gain_s: float | None = None
     evict_protect: float | None = None
     long_drain: float | None = None
+    shrink_share: float | None = None
 
 
 @dataclass
@@ -572,6 +581,7 @@ class TeacherSchedulerConf:
     evict_wait_s: float = TeacherConf.evict_wait_s
     evict_protect: float | None = TeacherConf.evict_protect
     long_drain: float | None = TeacherConf.long_drain
+    shrink_share: float | None = TeacherConf.shrink_share
 
 
 def register_agent_configs() -> None:

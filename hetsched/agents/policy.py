@@ -210,6 +210,9 @@ class TeacherPolicy(ActorPolicy):
             the longest remaining time among the possible victims (None: spare none).
         long_drain: Jobs with a run time over this many times the cluster's drain time go
             first (:class:`SJFTeacher`; None: ``long_s`` alone).
+        shrink_share: Evict a running one-node elastic job above this many times its share of
+            the cluster's GPUs while a window job waits, to restart it within its share
+            (:class:`SJFTeacher`, step 4; the preemptive env). None: no shrinks.
     """
 
     def __init__(
@@ -237,6 +240,7 @@ class TeacherPolicy(ActorPolicy):
         evict_wait_s: float = TeacherConf.evict_wait_s,
         evict_protect: float | None = TeacherConf.evict_protect,
         long_drain: float | None = TeacherConf.long_drain,
+        shrink_share: float | None = TeacherConf.shrink_share,
     ) -> None:
         if migrate_gain_s is not None and migrate_speedup is None:
             raise ValueError(
@@ -257,6 +261,7 @@ class TeacherPolicy(ActorPolicy):
             share_guard=share_guard,
             share_guard_all=share_guard_all,
             long_drain=long_drain,
+            shrink_share=shrink_share,
         )
         settings = EnvSettings(
             window=window,
@@ -265,7 +270,9 @@ class TeacherPolicy(ActorPolicy):
             round_s=round_s,
             levels=LevelSets(gpu=tuple(gpu_levels)),
             resizable=resize_gain_s is not None,
-            preemptive=migrate_speedup is not None or evict_ratio is not None,
+            preemptive=migrate_speedup is not None
+            or evict_ratio is not None
+            or shrink_share is not None,
             migrate_speedup=migrate_speedup,
             migrate_gangs=migrate_gangs,
             retry_refused=retry_refused,
@@ -301,6 +308,8 @@ class TeacherPolicy(ActorPolicy):
             evict_ratio=t.evict_ratio if e.preemptive else None,
             evict_wait_s=t.evict_wait_s,
             evict_protect=t.evict_protect,
+            long_drain=t.long_drain,
+            shrink_share=t.shrink_share if e.preemptive else None,
         )
 
 

@@ -115,6 +115,29 @@ def move_savings(core: EnvCore) -> F64:
     return out
 
 
+def over_share(core: EnvCore) -> F64:
+    """Each resident job's GPUs over its share of the cluster (:func:`cluster_share`, at least
+    1), shape (N, R); 0 where the slot's eviction is not legal or its job is not an elastic job
+    held whole on this node above its fewest GPUs (a restart there could give it fewer).
+
+    The teacher's ``shrink_share`` rule evicts the jobs above a multiple of their share while
+    a window job waits, and ``agent.env.shrink_feature`` shows the ratio.
+    """
+    out = np.zeros((core.N, core.cfg.resident_slots))
+    if not core.cfg.preemptive or not core.any_evictable or core.wl is None:
+        return out
+    legal = core.ma.mask[:, core.n_place : core.n_place + core.cfg.resident_slots] == 1
+    if not legal.any():
+        return out
+    cur, wl = core.running(), core.wl
+    e = np.where(legal, core.resident_entries(), 0)
+    job, g = cur.job[e], cur.gpus[e]
+    one_node = np.bincount(cur.job, minlength=core.J)[job] == 1
+    ok = legal & one_node & (wl.min_gpus[job] < wl.max_gpus[job]) & (g > wl.min_gpus[job])
+    out[ok] = g[ok] / max(1.0, cluster_share(core))
+    return out
+
+
 def best_alone_tput(core: EnvCore, w: NDArray[np.int64]) -> NDArray[np.float64]:
     """The best isolated throughput each of jobs ``w`` could get on one node of the cluster at
     its request, shape (len(w),): on the fastest GPU type it allows that has a node with that

@@ -59,6 +59,13 @@ Rule, at every decision step:
    elastic job's move is valued at the GPU count the target node gives it
    (``EvictionRules.move_targets``), so it may grow onto an emptied node or move to fewer
    faster GPUs.
+   *Shrinks* (only in the preemptive env, with ``shrink_share`` set): while a window job goes
+   unclaimed this step, an agent with no action evicts the resident elastic job (held whole on
+   its node, above its fewest GPUs) most above ``shrink_share`` times its share of the cluster
+   (:func:`over_share`); it rejoins the window and step 1 restarts it within its share. Shrinks
+   come before migrations, which take only the agents still without an action. Elastic
+   schedulers such as Sia resize every job every round; this is the one move that gives back
+   what a job took while the cluster was emptier.
 5. Resizes (only in an env with ``resizable``, with ``resize_gain_s`` set): each agent with no
    action and a legal resize (the env allows one only where no waiting job fits the node)
    doubles the resident job whose estimated run time left (isolated rate at its GPUs where it
@@ -80,6 +87,7 @@ from hetsched.agents.signals import (
     drain_ratio,
     move_saved,
     no_single_claim,
+    over_share,
     preemption_room,
     seen_remaining,
     share_guard,
@@ -119,6 +127,9 @@ class SJFTeacher:
             ``env.share_guard_all``).
         long_drain: A job is also *long* (step 2) when its run time is more than this many
             times the cluster's drain time (:func:`drain_ratio`). None: ``long_s`` alone.
+        shrink_share: Evict a running elastic job above this many times its share of the
+            cluster while a window job waits (module docstring, step 4; preemptive env only).
+            None: never shrink.
     """
 
     def __init__(
@@ -136,7 +147,11 @@ class SJFTeacher:
         share_guard_all: bool = False,
         evict_protect: float | None = None,
         long_drain: float | None = None,
+        shrink_share: float | None = None,
     ) -> None:
+        if shrink_share is not None and not shrink_share >= 1.0:
+            raise ValueError(f"shrink_share={shrink_share!r} must be >= 1 (or None)")
+        self.shrink_share = None if shrink_share is None else float(shrink_share)
         if long_drain is not None and not long_drain > 0.0:
             raise ValueError(f"long_drain={long_drain!r} must be positive (or None)")
         self.long_drain = None if long_drain is None else float(long_drain)
@@ -186,6 +201,7 @@ class SJFTeacher:
             conf.env.share_guard_all,
             t.evict_protect,
             t.long_drain,
+            t.shrink_share,
         )
 
     def gpu_levels(self, core: EnvCore) -> slice:
@@ -254,6 +270,8 @@ class SJFTeacher:
             self._place(core, actions)
         if self.evict_ratio is not None and core.cfg.preemptive and core.any_evictable:
             self._evict(core, actions, self.evict_ratio)
+        if self.shrink_share is not None and core.cfg.preemptive and core.any_evictable:
+            self._shrink(core, actions, self.shrink_share)
         if self.migrate_gain_s is not None and core.any_evictable:
             self._migrate(core, actions, self.migrate_gain_s)
         if self.resize_gain_s is not None and core.any_resizable:
@@ -289,6 +307,21 @@ class SJFTeacher:
             actions[n] = core.n_place + int(mv.slot[i])
             moved[n] = used[t] = True
             gone.add(j)
+
+    def _shrink(self, core: EnvCore, actions: NDArray[np.int64], factor: float) -> None:
+        """Step 4's shrinks (module docstring): evictions written into ``actions`` (N,) of the
+        agents that have no action, each of its resident job most above ``factor`` times its
+        share of the cluster (:func:`over_share`), while a window job goes unclaimed."""
+        free = actions == 0
+        claimed = np.zeros(core.K, dtype=bool)
+        if (~free).any():
+            claimed[core.codec.decode(actions[~free])[0]] = True
+        if not (core.slot_ok & ~claimed).any():
+            return  # every waiting window job is placed this step: nothing to shrink for
+        ratio = np.where(free[:, None], over_share(core), 0.0)  # (N, R)
+        slot = np.argmax(ratio, axis=1)
+        go = ratio[np.arange(core.N), slot] > factor
+        actions[go] = core.n_place + slot[go]
 
     def _resize(self, core: EnvCore, actions: NDArray[np.int64], gain_s: float) -> None:
         """Step 5 of the module docstring: resizes written into ``actions`` (N,) of the agents

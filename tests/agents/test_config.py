@@ -211,6 +211,12 @@ def test_node_major_preset_is_the_recipe_with_the_node_major_teacher() -> None:
         ("maifs_elastic", "maifs_levels", {("env", "migrate_elastic"): True}),
         # lent cores
         ("maifs_reclaim", "maifs_elastic", {("env", "reclaim_cores"): True}),
+        # shrinks, and the input that shows what they read
+        (
+            "maifs_shrink",
+            "maifs_reclaim",
+            {("teacher", "shrink_share"): 2.0, ("env", "shrink_feature"): True},
+        ),
     ],
 )  # fmt: skip
 def test_each_recipe_preset_is_its_parent_plus_named_settings(

@@ -62,3 +62,64 @@ def test_evictions_and_migrations_together_and_protect_is_checked() -> None:
     assert t.evict_ratio == 2.0 and t.migrate_gain_s == 300.0
     with pytest.raises(ValueError, match=r"evict_protect=0.0 must lie in \(0, 1\]"):
         SJFTeacher(evict_ratio=2.0, evict_protect=0.0)
+
+
+def _elastic_over_share() -> TeamEnv:
+    """An elastic job (1-8 GPUs, request 4) started alone at 8 GPUs on the only (8-GPU) node; two
+    4-GPU jobs arrive at t=60 s, so its share of the cluster falls to 8/3 GPUs. Returned at
+    the t=60 s round."""
+    cl = make_cluster([{"gpu_type": "a100", "count": 1, "gpus": 8, "cpus": 64, "mem_gib": 512}])
+    wl = make_workload(
+        [0.0, 60.0, 60.0], [4e6, 6e4, 6e4], [4, 4, 4], elastic=([1, 4, 4], [8, 4, 4])
+    )
+    env = TeamEnv(cl, wl, tiny_tm(), SETTINGS)
+    env.reset(np.random.default_rng(0))
+    core = env.core
+    env.step(SJFTeacher(min_rel_rate=0.0).act(core))
+    assert core.sim is not None and core.sim.time == 60.0
+    assert core.free_g.tolist() == [0] and sorted(core.pending.tolist()) == [1, 2]
+    assert int(core.running().gpus.sum()) == 8  # started at its share: the whole node
+    return env
+
+
+@pytest.mark.parametrize(("shrink", "evicts"), [(None, False), (1.0, True), (4.0, False)])
+def test_shrink_share_evicts_an_elastic_job_above_its_share_while_jobs_wait(
+    shrink: float | None, evicts: bool
+) -> None:
+    env = _elastic_over_share()
+    core = env.core
+    actions = SJFTeacher(min_rel_rate=0.0, shrink_share=shrink).act(core)
+    # 8 GPUs against a share of 8/3: above 1x the share, within 4x it
+    assert actions.tolist() == ([core.n_place] if evicts else [0])
+    if evicts:
+        env.step(actions)
+        assert 0 in core.pending.tolist() and core.free_g.tolist() == [8]
+        relabel = SJFTeacher(min_rel_rate=0.0, shrink_share=shrink).act(core)
+        k, g_lvl = core.codec.decode(relabel)[:2]
+        assert core.jt is not None and int(core.window[int(k[0])]) == 0  # long: first again
+        assert int(core.jt.gpu_count[0, int(g_lvl[0])]) == 2  # ... within its share this time
+    with pytest.raises(ValueError, match="shrink_share=0.5 must be >= 1"):
+        SJFTeacher(shrink_share=0.5)
+
+
+def test_over_share_and_the_shrink_feature_show_a_job_above_its_share() -> None:
+    """:func:`over_share` is the elastic job's 8 GPUs over its share of 8/3 (3.0); the agent's
+    ``shrink_feature`` shows it in the first resident slot as ``(log2(3) + 4) / 8``."""
+    from hetsched.agents.acting import agent_observations, net_dims
+    from hetsched.agents.config import AgentEnvConf
+    from hetsched.agents.signals import over_share
+
+    env = _elastic_over_share()
+    core = env.core
+    got = over_share(core)
+    assert got[0, 0] == pytest.approx(3.0) and (got[0, 1:] == 0).all()
+    obs = agent_observations(core, AgentEnvConf(shrink_feature=True))
+    R = core.cfg.resident_slots
+    assert obs.shape[1] == core.layout.obs_dim + R
+    assert obs[0, -R] == pytest.approx((np.log2(3.0) + 4.0) / 8.0)
+    assert (obs[0, -R + 1 :] == 0).all()
+    both = agent_observations(core, AgentEnvConf(shrink_feature=True, move_feature=True))
+    assert both.shape[1] == core.layout.obs_dim + 2 * R  # slot by slot: move, then shrink
+    assert both[0, -2 * R + 1] == obs[0, -R] and both[0, -2 * R] == 0.0
+    dims = net_dims(core.layout, core.cfg.levels, preemptive=True, res_extra=1)
+    assert dims.obs_dim == obs.shape[1]

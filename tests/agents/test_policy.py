@@ -243,6 +243,12 @@ def test_teacher_policy_for_agent_carries_the_runs_teacher_and_env_settings() ->
     conf.env.migrate_speedup, conf.env.migrate_elastic = None, False
     conf.teacher.migrate_gain_s, conf.teacher.evict_ratio = None, 3.0
     assert TeacherPolicy.for_agent(conf).settings.preemptive  # for the teacher's evictions
+    conf.teacher.long_drain, conf.teacher.shrink_share = 1.0, 2.0
+    teacher = TeacherPolicy.for_agent(conf).actor.__self__  # the SJFTeacher it acts with
+    assert isinstance(teacher, SJFTeacher)
+    assert (teacher.long_drain, teacher.shrink_share) == (1.0, 2.0)
+    conf.env.preemptive = False  # shrinks are evictions: none in the plain env
+    assert TeacherPolicy.for_agent(conf).actor.__self__.shrink_share is None
 
 
 def _first_fit(core: EnvCore) -> np.ndarray:

@@ -468,6 +468,12 @@ class MAIFSAgentConf:
             raise ValueError(
                 f"agent.conflict={self.conflict!r} is not one of {list(CONFLICT_MODES)}"
             )
+        shrinks = self.teacher.shrink_share is not None or self.env.shrink_feature
+        if shrinks and not self.env.preemptive:
+            raise ValueError(
+                "agent.teacher.shrink_share and agent.env.shrink_feature need evictions: set "
+                "agent.env.preemptive=true (or leave both unset)"
+            )
 
 
 @dataclass

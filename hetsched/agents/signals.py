@@ -94,6 +94,12 @@ def move_saved(
     return mv, np.where(mv.ok & target[None, :], saved, -np.inf)
 
 
+def legal_evictions(core: EnvCore) -> NDArray[np.bool_]:
+    """Whether each agent's eviction of each resident slot is legal this step, shape (N, R): the
+    R actions after the placements (never the resize actions a resizable env appends)."""
+    return core.ma.mask[:, core.n_place : core.n_place + core.cfg.resident_slots] == 1
+
+
 def move_savings(core: EnvCore) -> F64:
     """The most time (s) a migration would save each resident job, shape (N, R); 0 where the
     slot is empty, its eviction is not legal, or no move saves time.
@@ -106,7 +112,7 @@ def move_savings(core: EnvCore) -> F64:
     out = np.zeros((core.N, core.cfg.resident_slots))
     if core.cfg.migrate_speedup is None or not core.any_evictable:
         return out
-    legal = core.ma.mask[:, core.n_place : core.n_place + core.cfg.resident_slots] == 1
+    legal = legal_evictions(core)
     if not legal.any():
         return out
     mv, saved = move_saved(core, legal, no_single_claim(core))
@@ -126,7 +132,7 @@ def over_share(core: EnvCore) -> F64:
     out = np.zeros((core.N, core.cfg.resident_slots))
     if not core.cfg.preemptive or not core.any_evictable or core.wl is None:
         return out
-    legal = core.ma.mask[:, core.n_place : core.n_place + core.cfg.resident_slots] == 1
+    legal = legal_evictions(core)
     if not legal.any():
         return out
     cur, wl = core.running(), core.wl

@@ -85,6 +85,7 @@ from hetsched.agents.signals import (
     best_alone_tput,
     cluster_share,
     drain_ratio,
+    legal_evictions,
     move_saved,
     no_single_claim,
     over_share,
@@ -284,8 +285,7 @@ class SJFTeacher:
         assert core.sim is not None and core.wl is not None
         if core.cfg.migrate_speedup is None:
             return
-        legal = core.ma.mask[:, core.n_place : core.n_place + core.cfg.resident_slots] == 1
-        legal &= (actions == 0)[:, None]  # (N, R)
+        legal = legal_evictions(core) & (actions == 0)[:, None]  # (N, R)
         if not legal.any():
             return
         # targets: free this step, with no window job that could be placed there alone
@@ -313,10 +313,7 @@ class SJFTeacher:
         agents that have no action, each of its resident job most above ``factor`` times its
         share of the cluster (:func:`over_share`), while a window job goes unclaimed."""
         free = actions == 0
-        claimed = np.zeros(core.K, dtype=bool)
-        if (~free).any():
-            claimed[core.codec.decode(actions[~free])[0]] = True
-        if not (core.slot_ok & ~claimed).any():
+        if not (core.slot_ok & ~_claimed(core, actions)).any():
             return  # every waiting window job is placed this step: nothing to shrink for
         ratio = np.where(free[:, None], over_share(core), 0.0)  # (N, R)
         slot = np.argmax(ratio, axis=1)
@@ -445,14 +442,11 @@ class SJFTeacher:
         assert core.sim is not None and core.jt is not None and core.wl is not None
         wl, tm, cl = core.wl, core.tm, core.cluster
         g1, c1, m1 = core.cfg.levels.one_index
-        free = actions == 0
-        legal_ev = core.ma.mask[:, core.n_place :].astype(bool) & free[:, None]  # (N, R)
+        legal_ev = legal_evictions(core) & (actions == 0)[:, None]  # (N, R)
         if not legal_ev.any():
             return
         w = np.where(core.slot_ok, core.window, 0)
-        claimed = np.zeros(core.K, dtype=bool)
-        if (~free).any():
-            claimed[core.codec.decode(actions[~free])[0]] = True
+        claimed = _claimed(core, actions)
         waited = core.sim.time - wl.arrival[w]
         fits = core.ma.legal[:, :, g1, c1, m1].any(axis=0)  # (K,) alone or as a gang
         cand = core.slot_ok & ~claimed & ~fits & (waited >= self.evict_wait_s)
@@ -483,3 +477,12 @@ class SJFTeacher:
             n = int(ns[c])
             actions[n] = core.n_place + int(rs[c])
             used[n] = True  # one action per node (and so one victim: it is on this node)
+
+
+def _claimed(core: EnvCore, actions: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """Window slots some agent claims in ``actions`` (N,), shape (K,)."""
+    claimed = np.zeros(core.K, dtype=bool)
+    placing = (actions > 0) & (actions < core.n_place)
+    if placing.any():
+        claimed[core.codec.decode(actions[placing])[0]] = True
+    return claimed

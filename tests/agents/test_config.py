@@ -249,3 +249,15 @@ def test_the_shipped_checkpoint_is_the_reclaim_preset_at_seed_0() -> None:
     assert asdict(conf_from_dict(ck["config"])) == asdict(preset.agent)  # new fields: legacy values
     assert ck["seed"] == preset.seed == 0
     assert ck["phase"] == "bc" and preset.agent.env.reclaim_cores
+
+
+@pytest.mark.parametrize(
+    "override", ["agent.teacher.shrink_share=2.0", "agent.env.shrink_feature=true"]
+)
+def test_shrinks_without_evictions_are_a_clear_error(override: str) -> None:
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        cfg = compose(
+            "train", overrides=["agent=maifs_quick", "agent.env.preemptive=false", override]
+        )
+        with pytest.raises(ValueError, match="need evictions: set agent.env.preemptive=true"):
+            OmegaConf.to_object(cfg)

@@ -123,3 +123,29 @@ def test_over_share_and_the_shrink_feature_show_a_job_above_its_share() -> None:
     assert both[0, -2 * R + 1] == obs[0, -R] and both[0, -2 * R] == 0.0
     dims = net_dims(core.layout, core.cfg.levels, preemptive=True, res_extra=1)
     assert dims.obs_dim == obs.shape[1]
+
+
+def test_evictions_in_a_resizable_env_read_only_the_eviction_actions() -> None:
+    """With resize actions appended after the evictions, the eviction-legal view is one column
+    per resident slot: an elastic job at 4 of the node's 8 GPUs may be doubled (the waiting
+    8-GPU job fits nowhere), and the teacher evicts it for that job, a resize column never
+    being read as a resident slot. With shrinks too, the shrink sees the step's evictions as
+    actions taken, not as claims."""
+    from dataclasses import replace
+
+    from hetsched.agents.signals import legal_evictions
+
+    cl = make_cluster([{"gpu_type": "a100", "count": 1, "gpus": 8, "cpus": 64, "mem_gib": 512}])
+    wl = make_workload([0.0, 60.0], [4e6, 6e4], [2, 8], elastic=([1, 8], [8, 8]))
+    env = TeamEnv(cl, wl, tiny_tm(), replace(SETTINGS, resizable=True))
+    env.reset(np.random.default_rng(0))
+    core = env.core
+    env.step(SJFTeacher(min_rel_rate=0.0).act(core))
+    assert core.sim is not None and core.sim.time == 60.0 and core.free_g.tolist() == [4]
+    R = core.cfg.resident_slots
+    assert core.ma.mask.shape[1] == core.n_place + 2 * R  # evictions, then resizes
+    assert core.ma.mask[0, core.n_place + R] == 1  # doubling the resident job is legal
+    assert legal_evictions(core).shape == (core.N, R)
+    for shrink in (None, 1.0):
+        t = SJFTeacher(min_rel_rate=0.0, evict_ratio=2.0, evict_wait_s=0.0, shrink_share=shrink)
+        assert t.act(core).tolist() == [core.n_place]  # the eviction of resident slot 0

@@ -67,6 +67,7 @@ class Probe:
             "teacher": collections.Counter(),
         }
         self.run_ratio: list[float] = []  # other job's estimated run time over the label's
+        self.level_parts: collections.Counter[str] = collections.Counter()  # which levels differ
 
     def step(self, policy: Any, core: Any, label: np.ndarray, played: np.ndarray) -> None:
         """Record one step of a :class:`MAIFSPolicy`: its teacher's ``label`` and the actions
@@ -91,6 +92,13 @@ class Probe:
         for i in np.flatnonzero(active & legal):
             kind = label_outcome(int(label[i]), int(net[i]), P, L)
             self.labels[kind] += 1
+            if kind == "claim_other_level":
+                _, g, c, m = (int(x[0]) for x in core.codec.decode([int(net[i])]))
+                _, tg, tc, tm = (int(x[0]) for x in core.codec.decode([int(label[i])]))
+                parts = [
+                    n for n, a, b in (("gpu", g, tg), ("cpu", c, tc), ("mem", m, tm)) if a != b
+                ]
+                self.level_parts["+".join(parts)] += 1
             if kind == "claim_other_job":
                 run = core.est_run_s(w[[(int(net[i]) - 1) // L, (int(label[i]) - 1) // L]])
                 self.run_ratio.append(float(run[0] / max(run[1], 1e-9)))
@@ -112,6 +120,8 @@ class Probe:
                 "other job's estimated run time over the teacher's job's: median "
                 f"{np.median(self.run_ratio):.3f} ({len(self.run_ratio)} claims)"
             )
+        if self.level_parts:
+            out.append(f"claim_other_level, the levels that differ: {dict(self.level_parts)}")
         for who, c in self.levels.items():
             out.append(f"GPU levels of the {who}'s claims: {dict(sorted(c.items()))}")
         return out
@@ -207,6 +217,7 @@ def main() -> None:
                 print("  " + "\n  ".join(probe[0].lines()))
                 total.labels.update(probe[0].labels)
                 total.run_ratio += probe[0].run_ratio
+                total.level_parts.update(probe[0].level_parts)
                 for who, c in probe[0].levels.items():
                     total.levels[who].update(c)
     print(f"{len(ratios)} runs: IQM {iqm(np.asarray(ratios)):.3f}x the better of Sia and Gavel")

@@ -84,9 +84,10 @@ def net_dims(
     resizable: bool = False,
     job_extra: int = 0,
     res_extra: int = 0,
+    level_bits: int = 0,
 ) -> NetDims:
     """The network's view of an observation layout (with eviction actions if preemptive, resize
-    actions if resizable)."""
+    actions if resizable; ``level_bits``: :func:`level_bits`)."""
     lg, lc, lm = levels.sizes
     return NetDims(
         obs_dim=layout.obs_dim + layout.window * job_extra + layout.resident_slots * res_extra,
@@ -102,6 +103,7 @@ def net_dims(
         resize_slots=layout.resident_slots if resizable else 0,
         job_extra=job_extra,
         res_extra=res_extra,
+        level_bits=level_bits,
     )
 
 
@@ -117,6 +119,7 @@ def build_net(conf: NetConf, dims: NetDims) -> MAIFSNet:
         graph=conf.graph,
         evict_bias=conf.evict_bias,
         runtime_rank=conf.runtime_rank,
+        level_head=conf.level_head,
     )
 
 
@@ -328,6 +331,11 @@ def job_extra(conf: AgentEnvConf) -> int:
     """Per-window-slot features :func:`agent_observations` appends (``NetDims.job_extra``)."""
     levels = len(conf.gpu_levels) if conf.level_share_feature else 0
     return int(conf.share_feature) + int(conf.drain_feature) + levels
+
+
+def level_bits(conf: AgentEnvConf) -> int:
+    """Per-GPU-level inputs ending each slot's :func:`job_extra` (``NetDims.level_bits``)."""
+    return len(conf.gpu_levels) if conf.level_share_feature else 0
 
 
 def res_extra(conf: AgentEnvConf) -> int:

@@ -195,6 +195,9 @@ class NetConf:
     """:class:`hetsched.agents.network.MAIFSNet` sizes and ablation switches; ``evict_bias``
     is the initial bias of the eviction logits (preemptive env only); ``runtime_rank`` gives the
     job MLP each job's run-time rank on the agent's node (checkpoints saved before it existed
+    load with false); ``level_head`` adds to each GPU level's claim logits a term that reads
+    that level's and the next larger level's ``env.level_share_feature`` inputs directly (the
+    network's per-level claim term; needs that feature; checkpoints saved before it existed
     load with false)."""
 
     hidden: int = 64
@@ -205,6 +208,7 @@ class NetConf:
     graph: bool = True
     evict_bias: float = 0.0
     runtime_rank: bool = False
+    level_head: bool = False
 
 
 @dataclass
@@ -473,6 +477,11 @@ class MAIFSAgentConf:
             raise ValueError(
                 "agent.teacher.shrink_share and agent.env.shrink_feature need evictions: set "
                 "agent.env.preemptive=true (or leave both unset)"
+            )
+        if self.net.level_head and not self.env.level_share_feature:
+            raise ValueError(
+                "agent.net.level_head reads the per-level share inputs: set "
+                "agent.env.level_share_feature=true (or agent.net.level_head=false)"
             )
 
 

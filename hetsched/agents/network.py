@@ -25,6 +25,13 @@ preemptive env ``hetsched/ClusterPreempt-v0``), ``H`` hidden size.
    get ``-1e9`` before the softmax. With eviction actions (``NetDims.evict_slots = R``), each
    resident slot's encoding ``u_ir`` (the per-slot MLP of step 1) gives one more logit,
    ``w_e^T ReLU(U_e h_i + V_e u_ir) + b_e``, appended after the claims.
+   **Per-level claim term** (``level_head=True``; needs ``NetDims.level_bits = L_g``): each
+   GPU level ``g`` of a claim also gets ``w_g^T ReLU(U_g z_ik + F_g [b_ikg; b_ik(g+1)] + e_g)``,
+   added to the logits of every CPU and memory level at that GPU level, where ``b_ikg`` is
+   the slot's input for GPU level ``g`` (the level's GPU count within the job's share of the
+   cluster, ``agent.env.level_share_feature``; ``b_ik(L_g) = 0``) and ``e_g`` a learned
+   embedding of the level. Each level's logit thus reads its own input and the next larger
+   level's directly instead of through the job MLP.
 5. **Centralised critic**: ``V(s) = MLP([mean_i h_i; max_i h_i; global])`` -- size-agnostic.
 
 Ablation switches: ``attention=False`` (no step 2: ``c_i = e_i``), ``graph=False`` (no step 3).
@@ -75,6 +82,8 @@ class NetDims:
         resize_slots: Resize actions after them (0, or R for an env with ``resizable``).
         job_extra: Per-window-slot features the agent appends after the env's observation.
         res_extra: Per-resident-slot features the agent appends after those.
+        level_bits: The last ``level_bits`` of a slot's ``job_extra`` features are one input per
+            GPU level (``L_g`` of them; 0: none), which the per-level claim term reads.
     """
 
     obs_dim: int
@@ -90,8 +99,16 @@ class NetDims:
     resize_slots: int = 0
     job_extra: int = 0
     res_extra: int = 0
+    level_bits: int = 0
 
     def __post_init__(self) -> None:
+        if self.level_bits and (
+            self.level_bits > self.job_extra or self.num_levels % self.level_bits
+        ):
+            raise ValueError(
+                f"level_bits={self.level_bits} must be at most job_extra={self.job_extra} and "
+                f"divide num_levels={self.num_levels} (one input per GPU level)"
+            )
         for name, what in (("evict_slots", "eviction"), ("resize_slots", "resize")):
             if getattr(self, name) not in (0, self.resident_slots):
                 raise ValueError(
@@ -138,6 +155,8 @@ class MAIFSNet(nn.Module):
         evict_bias: Initial bias of the eviction logits (negative: evict rarely at first, e.g.
             when a trained non-preemptive network starts a preemptive run).
         runtime_rank: Give the job MLP the run-time ranks (module docstring).
+        level_head: Add the per-level claim term (module docstring); needs
+            ``dims.level_bits``.
     """
 
     def __init__(
@@ -151,16 +170,22 @@ class MAIFSNet(nn.Module):
         graph: bool = True,
         evict_bias: float = 0.0,
         runtime_rank: bool = False,
+        level_head: bool = False,
     ) -> None:
         super().__init__()
         if hidden % heads:
             raise ValueError(f"hidden={hidden} must be divisible by heads={heads}")
+        if level_head and not dims.level_bits:
+            raise ValueError(
+                "level_head needs one input per GPU level (agent.env.level_share_feature=true)"
+            )
         self.dims = dims
         self.hidden = hidden
         self.heads = heads
         self.use_attention = attention
         self.use_graph = graph
         self.runtime_rank = runtime_rank
+        self.level_head = level_head
         H = hidden
         self.type_emb = nn.Embedding(dims.num_types, type_emb)
         self.res_enc = _mlp(dims.res_dim + dims.res_extra, H, H)
@@ -176,6 +201,12 @@ class MAIFSNet(nn.Module):
         self.act_j = nn.Linear(H, H, bias=False)
         self.act_out = nn.Linear(H, dims.num_levels)
         self.noop = nn.Linear(H, 1)
+        if level_head:
+            G, Hl = dims.level_bits, max(H // 4, 1)
+            self.lv_z = nn.Linear(H, Hl)
+            self.lv_f = nn.Linear(2, Hl, bias=False)
+            self.lv_e = nn.Parameter(torch.zeros(G, Hl))
+            self.lv_out = nn.Linear(Hl, 1)
         if dims.evict_slots:
             self.ev_h = nn.Linear(H, H)
             self.ev_r = nn.Linear(H, H, bias=False)
@@ -292,13 +323,33 @@ class MAIFSNet(nn.Module):
             h = torch.tanh(mu @ w(h))
         return c + h
 
+    def level_inputs(self, obs: Tensor) -> Tensor:
+        """Each window slot's per-GPU-level inputs and the next larger level's, shape
+        ``(B, N, K, L_g, 2)`` (the last level's next is 0)."""
+        d = self.dims
+        B, N, _ = obs.shape
+        o = d.num_types + d.node_head + d.resident_slots * d.res_dim + d.window * d.job_dim
+        o += d.global_dim
+        extra = obs[..., o : o + d.window * d.job_extra].reshape(B, N, d.window, d.job_extra)
+        b = extra[..., d.job_extra - d.level_bits :].float()  # (B, N, K, G)
+        nxt = torch.cat([b[..., 1:], torch.zeros_like(b[..., :1])], dim=-1)
+        return torch.stack([b, nxt], dim=-1)
+
     def heads_out(
-        self, h: Tensor, jobs: Tensor, glob: Tensor, res: Tensor
+        self, h: Tensor, jobs: Tensor, glob: Tensor, res: Tensor, lvl: Tensor | None = None
     ) -> tuple[Tensor, Tensor]:
-        """Unmasked logits ``(B, N, A)`` and values ``(B,)`` (``res``: resident encodings)."""
+        """Unmasked logits ``(B, N, A)`` and values ``(B,)`` (``res``: resident encodings;
+        ``lvl``: :meth:`level_inputs`, with ``level_head``)."""
         B, N, H = h.shape
         z = torch.relu(self.act_h(h)[:, :, None, :] + self.act_j(jobs))  # (B, N, K, H)
-        claim = self.act_out(z).reshape(B, N, -1)  # (B, N, K * L)
+        claim = self.act_out(z)  # (B, N, K, L)
+        if self.level_head:
+            assert lvl is not None
+            K, G = z.shape[2], self.dims.level_bits
+            u = torch.relu(self.lv_z(z)[:, :, :, None, :] + self.lv_f(lvl) + self.lv_e)
+            term = self.lv_out(u)  # (B, N, K, G, 1)
+            claim = (claim.reshape(B, N, K, G, -1) + term).reshape(B, N, K, -1)
+        claim = claim.reshape(B, N, -1)  # (B, N, K * L)
         parts = [self.noop(h), claim]
         if self.dims.evict_slots:
             u = torch.relu(self.ev_h(h)[:, :, None, :] + self.ev_r(res))  # (B,N,R,H)
@@ -326,5 +377,6 @@ class MAIFSNet(nn.Module):
         e, jobs, glob, res = self.encode(obs)
         c, reg = self.attend(e)
         h = self.coordinate(c, adj)
-        logits, value = self.heads_out(h, jobs, glob, res)
+        lvl = self.level_inputs(obs) if self.level_head else None
+        logits, value = self.heads_out(h, jobs, glob, res, lvl)
         return logits.masked_fill(~mask, NEG), value, reg

@@ -45,7 +45,14 @@ import numpy as np
 import torch
 from omegaconf import OmegaConf
 
-from hetsched.agents.acting import build_net, env_settings, job_extra, net_dims, res_extra
+from hetsched.agents.acting import (
+    build_net,
+    env_settings,
+    job_extra,
+    level_bits,
+    net_dims,
+    res_extra,
+)
 from hetsched.agents.checkpoint import (
     init_weights,
     load_checkpoint,
@@ -229,6 +236,7 @@ class Trainer:
                 resizable=self.settings.resizable,
                 job_extra=job_extra(self.conf.env),
                 res_extra=res_extra(self.conf.env),
+                level_bits=level_bits(self.conf.env),
             )
             for e in self.envs
         }

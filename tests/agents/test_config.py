@@ -217,6 +217,8 @@ def test_node_major_preset_is_the_recipe_with_the_node_major_teacher() -> None:
             "maifs_reclaim",
             {("teacher", "shrink_share"): 2.0, ("env", "shrink_feature"): True},
         ),
+        # the per-level claim term
+        ("maifs_level_head", "maifs_reclaim", {("net", "level_head"): True}),
     ],
 )  # fmt: skip
 def test_each_recipe_preset_is_its_parent_plus_named_settings(
@@ -260,4 +262,17 @@ def test_shrinks_without_evictions_are_a_clear_error(override: str) -> None:
             "train", overrides=["agent=maifs_quick", "agent.env.preemptive=false", override]
         )
         with pytest.raises(ValueError, match="need evictions: set agent.env.preemptive=true"):
+            OmegaConf.to_object(cfg)
+
+
+def test_the_level_head_without_its_inputs_is_a_clear_error() -> None:
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        cfg = compose(
+            "train",
+            overrides=[
+                "agent=maifs_level_head",
+                "agent.env.level_share_feature=false",
+            ],
+        )
+        with pytest.raises(ValueError, match="set agent.env.level_share_feature=true"):
             OmegaConf.to_object(cfg)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 from conftest import make_cluster, make_workload
 from helpers import tiny_tm
@@ -10,7 +11,7 @@ from helpers import tiny_tm
 from hetsched.agents.acting import agent_observations, env_settings, net_dims
 from hetsched.agents.config import MAIFSAgentConf
 from hetsched.agents.driver import TeamEnv
-from hetsched.agents.network import MAIFSNet
+from hetsched.agents.network import MAIFSNet, NetDims
 
 
 def _env() -> tuple[TeamEnv, MAIFSAgentConf]:
@@ -124,3 +125,56 @@ def test_level_share_feature_marks_the_gpu_levels_within_the_jobs_share() -> Non
     net = MAIFSNet(dims)
     assert net.job_enc[0].in_features == dims.job_dim + 1 + Lg
     assert torch.isfinite(net.encode(torch.from_numpy(obs)[None])[1]).all()
+
+
+def _level_net() -> tuple[MAIFSNet, NetDims, torch.Tensor]:
+    """A per-level-term network over the observation of :func:`_env` with the share and
+    per-level inputs (1 + L_g extras per slot)."""
+    env, conf = _env()
+    conf.env.share_feature = conf.env.level_share_feature = True
+    core = env.core
+    Lg = len(conf.env.gpu_levels)
+    dims = net_dims(core.layout, core.cfg.levels, job_extra=1 + Lg, level_bits=Lg)
+    torch.manual_seed(0)
+    net = MAIFSNet(dims, level_head=True)
+    obs = torch.from_numpy(agent_observations(core, conf.env))[None]
+    return net, dims, obs
+
+
+def test_the_level_term_reads_each_levels_input_and_the_next_ones() -> None:
+    """``level_inputs`` is each slot's last ``L_g`` extras, paired with the next larger level's
+    (0 after the last level)."""
+    net, dims, obs = _level_net()
+    G, K = dims.level_bits, dims.window
+    base = dims.obs_dim - K * dims.job_extra - dims.resident_slots * dims.res_extra
+    bits = torch.rand(1, obs.shape[1], K, G)
+    o = obs.clone()
+    o[..., base:].reshape(1, -1, K, dims.job_extra)[..., 1:] = bits
+    lvl = net.level_inputs(o)
+    assert lvl.shape == (1, obs.shape[1], K, G, 2)
+    assert torch.equal(lvl[..., 0], bits)
+    assert torch.equal(lvl[..., :-1, 1], bits[..., 1:])
+    assert (lvl[..., -1, 1] == 0).all()
+
+
+def test_the_level_term_moves_every_cpu_and_memory_level_of_a_gpu_level_together() -> None:
+    """With the joint level map zeroed, a claim's logits depend on its GPU level only; the
+    term is what separates the GPU levels. Without the per-level inputs the head is refused."""
+    net, dims, obs = _level_net()
+    with torch.no_grad():
+        net.act_out.weight.zero_()
+        net.act_out.bias.zero_()
+        net.lv_out.bias.fill_(0.5)
+    N = obs.shape[1]
+    mask = torch.ones(1, N, dims.num_actions, dtype=torch.bool)
+    adj = torch.ones(1, N, N, dtype=torch.bool)
+    logits = net(obs, mask, adj)[0]
+    G = dims.level_bits
+    claim = logits[0, :, 1 : 1 + dims.window * dims.num_levels].reshape(N, dims.window, G, -1)
+    assert torch.allclose(claim, claim[..., :1].expand_as(claim))
+    assert not torch.allclose(claim[..., 0], claim[..., :1, 0].expand(-1, -1, G))
+    plain = NetDims(**{**dims.as_dict(), "level_bits": 0})
+    with pytest.raises(ValueError, match="level_share_feature=true"):
+        MAIFSNet(plain, level_head=True)
+    with pytest.raises(ValueError, match="level_bits=3 must be at most"):
+        NetDims(**{**dims.as_dict(), "job_extra": 2, "level_bits": 3, "obs_dim": 1})

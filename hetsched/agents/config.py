@@ -27,6 +27,9 @@ AGENT_GPU_LEVELS: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0)
 class AgentEnvConf:
     """Env settings the agent trains and runs in (:class:`hetsched.envs.spaces.EnvSettings`).
 
+    A field added after a checkpoint was saved loads with the value it was trained under
+    (:data:`hetsched.agents.checkpoint.LEGACY`), else with its default here.
+
     Attributes:
         window: Candidate window K.
         resident_slots: Resident slots R per node.
@@ -42,30 +45,25 @@ class AgentEnvConf:
             :class:`hetsched.envs.spaces.RewardWeights`).
         max_steps: Steps after which a training episode is truncated.
         window_order: Order of the candidate window (``arrival``, ``attained``, ``sjf`` or
-            ``typed``; see :class:`hetsched.envs.spaces.EnvSettings`). Checkpoints saved
-            before this field existed load with ``arrival``, the order they were trained with.
+            ``typed``; see :class:`hetsched.envs.spaces.EnvSettings`).
         window_backfill: The last this many window slots show the next waiting jobs that
             may fit the free GPUs now (``EnvSettings.window_backfill``), so a queue head that
-            cannot run does not hide the jobs behind it that could. Checkpoints saved before
-            this field existed load with 0.
+            cannot run does not hide the jobs behind it that could.
         evict_max: With ``preemptive``, the most evictions per job and episode (null: no
             limit; bounds what sampled exploration can cost).
         preemptive: Train and act in the preemptive env ``hetsched/ClusterPreempt-v0`` (one
-            eviction action per resident slot; the network gets an eviction head). Checkpoints
-            saved before this field existed load with false.
+            eviction action per resident slot; the network gets an eviction head).
         work_conserving: The agent's action semantics: an agent that can host a waiting job
             alone (a legal single-node claim, after the claims of the agents that decided
             before it) may not pass; which job, at which GPU, CPU and memory levels, stays the
-            network's choice. Gang claims stay voluntary. Checkpoints saved before this field
-            existed load with false.
+            network's choice. Gang claims stay voluntary.
         wait_below: With ``work_conserving``, the claims that do not bind the agent: it may
             still pass when every job it could host alone would run on its GPU type below
             this fraction of the best isolated throughput one node of the cluster could give
             the job (waiting for a faster GPU stays an action). 0: every single-node claim
-            binds. Checkpoints saved before this field existed load with 0.
+            binds.
         gpu_levels: GPU-count levels of the action space (multipliers of an elastic job's
-            request, :class:`hetsched.envs.spaces.LevelSets`). Checkpoints saved before this
-            field existed load with the env's default ``[0.5, 1.0, 2.0]``.
+            request, :class:`hetsched.envs.spaces.LevelSets`).
         decision_order: Who decides first in the ordered decision (``agent.conflict=ordered``,
             :func:`hetsched.agents.coordination.ordered_actions`). ``"rate"``: the agents whose
             node serves the jobs they may claim best, relative to the best one node of the
@@ -74,59 +72,48 @@ class AgentEnvConf:
             cores each node can give the job (:func:`hetsched.agents.acting.cores_priority`);
             ``"confidence"``: the most confident (highest best-claim probability)
             first. Which job each agent claims, or whether it passes, stays the network's
-            choice either way. Checkpoints saved before this field existed load with
-            ``confidence``.
+            choice either way.
         resizable: Train and act with the env's resize actions (``EnvSettings.resizable``:
             double a running elastic job on its node when no waiting job could use the GPUs;
-            the network gets a resize head). Checkpoints saved before this field existed load
-            with false.
+            the network gets a resize head).
         gang_binding: With ``work_conserving``, claims of a job that no node can host alone
             (a gang) bind too, and once an agent claims a job as a gang the later agents of
             its GPU type may not claim another job as a gang
             (:func:`hetsched.agents.coordination.ordered_actions`): gangs fill instead of
-            GPUs idling while they wait. Checkpoints saved before this field existed load
-            with false.
+            GPUs idling while they wait.
         share_guard: A claim may not take so many CPU cores or so much memory that the
             node's other free GPUs are left less than the node's cores (memory) per GPU,
             unless every legal claim of that job on that node would
             (:func:`hetsched.agents.signals.share_guard`; the teacher claims under it too):
             fungible resources beyond a GPU's share come only from what no GPU of the node
-            needs, so no GPU is stranded. Checkpoints saved before this field existed load
-            with false.
+            needs, so no GPU is stranded.
         retry_refused: A decision step whose claims were all refused (gang claims too few
             agents joined) does not end the round: the refused agents' gang claims of that
             slot are masked (their claims the node hosts alone stay legal) and the agents
             decide again (``EnvSettings.retry_refused``), so GPUs do not idle until
-            the next event for want of a gang. Checkpoints saved before this field existed
-            load with false.
+            the next event for want of a gang.
         share_guard_all: With ``share_guard``, keep the share of every free GPU of the node,
             not only of those the window's other jobs could use, so that jobs arriving later
-            find cores and memory beside the free GPUs. Checkpoints saved before this field
-            existed load with false.
+            find cores and memory beside the free GPUs.
         migrate_speedup: With ``preemptive``, evictions are also legal while nothing waits
             when the job could move to a free node at least this many times as fast
             (``EnvSettings.migrate_speedup``; the teacher's migrations,
-            ``teacher.migrate_gain_s``). None: off. Checkpoints saved before this field
-            existed load with None.
+            ``teacher.migrate_gain_s``). None: off.
         migrate_gangs: With ``migrate_speedup``, a job on several nodes may migrate too, to
-            one node that holds it whole (``EnvSettings.migrate_gangs``). Checkpoints saved
-            before this field existed load with false.
+            one node that holds it whole (``EnvSettings.migrate_gangs``).
         migrate_elastic: With ``migrate_speedup``, an elastic job may migrate at another GPU
             count: grow onto a node that empties, or move to fewer faster GPUs
-            (``EnvSettings.migrate_elastic``). Checkpoints saved before this field existed load
-            with false.
+            (``EnvSettings.migrate_elastic``).
         reclaim_cores: Cores and memory granted above a running job's request are lent: taken
             back while they strand free GPUs a waiting job fits, given back when the node has
-            them to spare (``EnvSettings.reclaim_cores``). Checkpoints saved before this field
-            existed load with false.
+            them to spare (``EnvSettings.reclaim_cores``).
         identity: Show identity features (the GPU-type one-hot of the own node, the model
             one-hot of resident and window jobs). False zeroes them, so the network sees jobs
             and nodes only through throughput-relative features (the identity-features
             ablation; such a checkpoint also runs on models and GPU types it never saw).
         share_feature: Append, per window slot, the job's share of the cluster's GPUs (all
             GPUs over the jobs in the system) over its request, as ``(log2(x) + 4) / 8``
-            clipped to [0, 1], after the env's observation. Checkpoints saved before this
-            field existed load with false.
+            clipped to [0, 1], after the env's observation.
         drain_feature: Append, per window slot (after the share feature), the job's run time
             over the cluster's drain time (:func:`hetsched.agents.signals.drain_ratio`, what
             the teacher's ``long_drain`` reads) where it is at least 1, as ``(log2(x) + 4) / 8``
@@ -143,8 +130,7 @@ class AgentEnvConf:
         shrink_feature: Append, per resident slot (after the move feature), the job's GPUs over
             its share of the cluster (:func:`hetsched.agents.signals.over_share`, what the
             teacher's ``shrink_share`` rule reads) as ``(log2(x) + 4) / 8`` clipped to [0, 1],
-            0 where no shrink is possible. Checkpoints saved before this field existed load
-            with false.
+            0 where no shrink is possible.
     """
 
     window: int = 16
@@ -194,11 +180,10 @@ class AgentEnvConf:
 class NetConf:
     """:class:`hetsched.agents.network.MAIFSNet` sizes and ablation switches; ``evict_bias``
     is the initial bias of the eviction logits (preemptive env only); ``runtime_rank`` gives the
-    job MLP each job's run-time rank on the agent's node (checkpoints saved before it existed
-    load with false); ``level_head`` adds to each GPU level's claim logits a term that reads
-    that level's and the next larger level's ``env.level_share_feature`` inputs directly (the
-    network's per-level claim term; needs that feature; checkpoints saved before it existed
-    load with false)."""
+    job MLP each job's run-time rank on the agent's node; ``level_head`` adds to each GPU
+    level's claim logits a term read from that level's and the next larger level's
+    ``env.level_share_feature`` inputs (the network's per-level claim term; needs them).
+    Checkpoints saved before a field existed load with false."""
 
     hidden: int = 64
     heads: int = 4

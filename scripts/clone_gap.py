@@ -16,7 +16,9 @@ and over all runs:
   of another job ``claim_other_job`` (with the median of that job's estimated run time over the
   teacher's job's, ``EnvCore.est_run_s``). Labels illegal under that mask are counted apart;
 * the GPU levels (index into the level set, smallest first) of the network's claims and of the
-  teacher's labels in the same states;
+  teacher's labels in the same states, and, for ``claim_other_level``, which levels differ
+  (``gpu (same count)``: another GPU level that gives the job the same GPUs, e.g. a level
+  below a 1-GPU job's request);
 * per GPU type (the type of most of a job's GPU-seconds): jobs and their mean run time (h).
 
 ``--scheduler maifs_teacher`` plays the teacher preset instead (``--moves none``: without its
@@ -93,11 +95,12 @@ class Probe:
             kind = label_outcome(int(label[i]), int(net[i]), P, L)
             self.labels[kind] += 1
             if kind == "claim_other_level":
-                _, g, c, m = (int(x[0]) for x in core.codec.decode([int(net[i])]))
+                k, g, c, m = (int(x[0]) for x in core.codec.decode([int(net[i])]))
                 _, tg, tc, tm = (int(x[0]) for x in core.codec.decode([int(label[i])]))
-                parts = [
-                    n for n, a, b in (("gpu", g, tg), ("cpu", c, tc), ("mem", m, tm)) if a != b
-                ]
+                count = core.jt.gpu_count[w[k]] if core.jt is not None else None
+                same = count is not None and count[g] == count[tg]
+                gpu = "gpu (same count)" if same else "gpu"
+                parts = [n for n, a, b in ((gpu, g, tg), ("cpu", c, tc), ("mem", m, tm)) if a != b]
                 self.level_parts["+".join(parts)] += 1
             if kind == "claim_other_job":
                 run = core.est_run_s(w[[(int(net[i]) - 1) // L, (int(label[i]) - 1) // L]])

@@ -38,6 +38,7 @@ from hetsched.agents.signals import (
     best_alone_tput,
     cluster_share,
     drain_ratio,
+    level_rates,
     move_savings,
     over_share,
     share_guard,
@@ -85,12 +86,15 @@ def net_dims(
     job_extra: int = 0,
     res_extra: int = 0,
     level_bits: int = 0,
+    level_rates: int = 0,
 ) -> NetDims:
     """The network's view of an observation layout (with eviction actions if preemptive, resize
     actions if resizable; ``level_bits``: :func:`level_bits`)."""
     lg, lc, lm = levels.sizes
     return NetDims(
-        obs_dim=layout.obs_dim + layout.window * job_extra + layout.resident_slots * res_extra,
+        obs_dim=layout.obs_dim
+        + layout.window * (job_extra + level_rates)
+        + layout.resident_slots * res_extra,
         num_types=layout.num_types,
         node_head=7,
         resident_slots=layout.resident_slots,
@@ -104,6 +108,7 @@ def net_dims(
         job_extra=job_extra,
         res_extra=res_extra,
         level_bits=level_bits,
+        level_rates=level_rates,
     )
 
 
@@ -324,6 +329,14 @@ def agent_observations(core: EnvCore, conf: AgentEnvConf) -> NDArray[np.float32]
             res.append(np.where(x > 0, np.clip((np.log2(x) + 4.0) / 8.0, 0.0, 1.0), 0.0))
     if res:
         parts.append(np.stack(res, axis=2).reshape(core.N, -1).astype(obs.dtype))
+    if conf.level_rate_feature:  # (N, K, Lg): the rate at each GPU level over the best one
+        g1 = core.cfg.levels.one_index[0]
+        guard = share_guard(core, conf.share_guard_all) if conf.share_guard else None
+        levels = slice(None) if conf.fungible else slice(g1, g1 + 1)
+        rate = level_rates(core, levels, conf.fungible, guard)[0] * core.slot_ok[None, :, None]
+        best = rate.max(axis=2, keepdims=True)
+        rel = np.divide(rate, best, out=np.zeros_like(rate), where=best > 0)
+        parts.append(rel.reshape(core.N, -1).astype(obs.dtype))
     return np.concatenate(parts, axis=1) if len(parts) > 1 else obs
 
 
@@ -331,6 +344,12 @@ def job_extra(conf: AgentEnvConf) -> int:
     """Per-window-slot features :func:`agent_observations` appends (``NetDims.job_extra``)."""
     levels = len(conf.gpu_levels) if conf.level_share_feature else 0
     return int(conf.share_feature) + int(conf.drain_feature) + levels
+
+
+def level_rate_count(conf: AgentEnvConf) -> int:
+    """Per-slot GPU-level rates :func:`agent_observations` appends last
+    (``NetDims.level_rates``)."""
+    return len(conf.gpu_levels) if conf.level_rate_feature else 0
 
 
 def level_bits(conf: AgentEnvConf) -> int:

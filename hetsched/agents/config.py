@@ -124,6 +124,10 @@ class AgentEnvConf:
             per GPU level: 1 where the level's GPU count is within the job's share of the
             cluster (all GPUs over the jobs in the system, at least 1), the test the teacher's
             ``elastic_share`` rule makes per level; else 0.
+        level_rate_feature: Append, per node, window slot and GPU level (after every feature
+            above), the job's rate at that level on the node as the teacher's rate model values
+            it (:func:`hetsched.agents.signals.level_rates`) over its best such rate there; 0
+            where no claim at that level is legal alone. Node-specific: each agent sees its own.
         move_feature: Append, per resident slot, the time a migration would save the job
             (:func:`hetsched.agents.signals.move_savings`, what the teacher's
             ``migrate_gain_s`` rule reads), as ``h / (h + 1)`` of the hours saved (0: no move).
@@ -157,6 +161,7 @@ class AgentEnvConf:
     move_feature: bool = False
     level_share_feature: bool = False
     shrink_feature: bool = False
+    level_rate_feature: bool = False
     decision_order: str = "rate"
     resizable: bool = False
     migrate_speedup: float | None = None

@@ -31,7 +31,9 @@ preemptive env ``hetsched/ClusterPreempt-v0``), ``H`` hidden size.
    the slot's input for GPU level ``g`` (the level's GPU count within the job's share of the
    cluster, ``agent.env.level_share_feature``; ``b_ik(L_g) = 0``) and ``e_g`` a learned
    embedding of the level. Each level's logit thus reads its own input and the next larger
-   level's directly instead of through the job MLP.
+   level's directly instead of through the job MLP. With ``NetDims.level_rates`` the pair
+   per level is ``[b; r]``, ``r_ikg`` the job's rate at level ``g`` on node ``i`` over its best
+   there (``agent.env.level_rate_feature``); the job MLP reads those rates too.
 5. **Centralised critic**: ``V(s) = MLP([mean_i h_i; max_i h_i; global])`` -- size-agnostic.
 
 Ablation switches: ``attention=False`` (no step 2: ``c_i = e_i``), ``graph=False`` (no step 3).
@@ -84,6 +86,9 @@ class NetDims:
         res_extra: Per-resident-slot features the agent appends after those.
         level_bits: The last ``level_bits`` of a slot's ``job_extra`` features are one input per
             GPU level (``L_g`` of them; 0: none), which the per-level claim term reads.
+        level_rates: Per node, window slot and GPU level, the job's rate at that level over its
+            best (``L_g`` of them, after every block above; 0: none); the job MLP and the
+            per-level claim term read them.
     """
 
     obs_dim: int
@@ -100,6 +105,7 @@ class NetDims:
     job_extra: int = 0
     res_extra: int = 0
     level_bits: int = 0
+    level_rates: int = 0
 
     def __post_init__(self) -> None:
         if self.level_bits and (
@@ -108,6 +114,10 @@ class NetDims:
             raise ValueError(
                 f"level_bits={self.level_bits} must be at most job_extra={self.job_extra} and "
                 f"divide num_levels={self.num_levels} (one input per GPU level)"
+            )
+        if self.level_bits and self.level_rates not in (0, self.level_bits):
+            raise ValueError(
+                f"level_rates={self.level_rates} must be 0 or level_bits={self.level_bits}"
             )
         for name, what in (("evict_slots", "eviction"), ("resize_slots", "resize")):
             if getattr(self, name) not in (0, self.resident_slots):
@@ -123,6 +133,7 @@ class NetDims:
             + self.global_dim
             + self.window * self.job_extra
             + self.resident_slots * self.res_extra
+            + self.window * self.level_rates
         )
         if total != self.obs_dim:
             raise ValueError(f"observation blocks sum to {total}, not obs_dim={self.obs_dim}")
@@ -189,7 +200,8 @@ class MAIFSNet(nn.Module):
         H = hidden
         self.type_emb = nn.Embedding(dims.num_types, type_emb)
         self.res_enc = _mlp(dims.res_dim + dims.res_extra, H, H)
-        self.job_enc = _mlp(dims.job_dim + dims.job_extra + (2 if runtime_rank else 0), H, H)
+        ranks = 2 if runtime_rank else 0
+        self.job_enc = _mlp(dims.job_dim + dims.job_extra + dims.level_rates + ranks, H, H)
         self.node_enc = _mlp(type_emb + dims.node_head + 2 * H + dims.global_dim, H, H)
         self.wq = nn.Linear(H, H, bias=False)
         self.wk = nn.Linear(H, H, bias=False)
@@ -204,7 +216,7 @@ class MAIFSNet(nn.Module):
         if level_head:
             G, Hl = dims.level_bits, max(H // 4, 1)
             self.lv_z = nn.Linear(H, Hl)
-            self.lv_f = nn.Linear(2, Hl, bias=False)
+            self.lv_f = nn.Linear(4 if dims.level_rates else 2, Hl, bias=False)
             self.lv_e = nn.Parameter(torch.zeros(G, Hl))
             self.lv_out = nn.Linear(Hl, 1)
         if dims.evict_slots:
@@ -251,6 +263,7 @@ class MAIFSNet(nn.Module):
             rx = obs[..., o : o + d.resident_slots * d.res_extra]
             rx = rx.reshape(B, N, d.resident_slots, d.res_extra)
             res_in = torch.cat([res, rx.to(res.dtype)], dim=-1)
+            o += d.resident_slots * d.res_extra
         temb = self.type_emb(onehot.argmax(dim=-1))
         res_e = self.res_enc(res_in) * res[..., :1]
         r = res_e.sum(dim=2) / d.resident_slots
@@ -258,6 +271,9 @@ class MAIFSNet(nn.Module):
         win_in = self._with_ranks(win) if self.runtime_rank else win
         if d.job_extra:
             win_in = torch.cat([win_in, extra.to(win_in.dtype)], dim=-1)
+        if d.level_rates:
+            lr = obs[..., o : o + d.window * d.level_rates].reshape(B, N, d.window, -1)
+            win_in = torch.cat([win_in, lr.to(win_in.dtype)], dim=-1)
         jobs = self.job_enc(win_in) * present
         jpool = jobs.sum(dim=2) / present.sum(dim=2).clamp(min=1.0)
         e = self.node_enc(
@@ -324,16 +340,20 @@ class MAIFSNet(nn.Module):
         return c + h
 
     def level_inputs(self, obs: Tensor) -> Tensor:
-        """Each window slot's per-GPU-level inputs and the next larger level's, shape
-        ``(B, N, K, L_g, 2)`` (the last level's next is 0)."""
+        """Each window slot's per-GPU-level inputs (its share input, and its rate with
+        ``dims.level_rates``) and the next larger level's, shape ``(B, N, K, L_g, 2)`` or
+        ``(B, N, K, L_g, 4)`` (the last level's next is 0)."""
         d = self.dims
         B, N, _ = obs.shape
         o = d.num_types + d.node_head + d.resident_slots * d.res_dim + d.window * d.job_dim
         o += d.global_dim
         extra = obs[..., o : o + d.window * d.job_extra].reshape(B, N, d.window, d.job_extra)
-        b = extra[..., d.job_extra - d.level_bits :].float()  # (B, N, K, G)
-        nxt = torch.cat([b[..., 1:], torch.zeros_like(b[..., :1])], dim=-1)
-        return torch.stack([b, nxt], dim=-1)
+        cols = [extra[..., d.job_extra - d.level_bits :].float()]  # (B, N, K, G)
+        if d.level_rates:
+            o = d.obs_dim - d.window * d.level_rates
+            cols.append(obs[..., o:].reshape(B, N, d.window, d.level_rates).float())
+        nxt = [torch.cat([c[..., 1:], torch.zeros_like(c[..., :1])], dim=-1) for c in cols]
+        return torch.stack([*cols, *nxt], dim=-1)
 
     def heads_out(
         self, h: Tensor, jobs: Tensor, glob: Tensor, res: Tensor, lvl: Tensor | None = None

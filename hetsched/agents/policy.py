@@ -377,7 +377,8 @@ class MAIFSPolicy(ActorPolicy):
         super().reset(cluster, workload, throughput, rng)
         assert self.core is not None
         lay, dims = self.core.layout, self.net.dims
-        extra = lay.window * dims.job_extra + lay.resident_slots * dims.res_extra
+        extra = lay.window * (dims.job_extra + dims.level_rates)
+        extra += lay.resident_slots * dims.res_extra
         if lay.obs_dim + extra != dims.obs_dim:
             raise CheckpointError(
                 f"the checkpoint expects observations of size {dims.obs_dim}, this "

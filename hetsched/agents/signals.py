@@ -39,6 +39,51 @@ def window_tput(core: EnvCore, w: NDArray[np.int64]) -> NDArray[np.float64]:
     )
 
 
+def level_rates(
+    core: EnvCore, gpu_levels: slice, fungible: bool, guard: NDArray[np.bool_] | None = None
+) -> tuple[F64, NDArray[np.int64], NDArray[np.bool_]]:
+    """Each window job's rate on each node at each GPU level, as the teacher's rate model
+    values it: the isolated throughput at the level's GPU count on the node's type times the
+    CPU sensitivity ``phi`` at the best CPU level legal for a claim on that node alone (memory
+    at the request; among equal ``phi``, the smallest CPU level).
+
+    Args:
+        core: The env core at the decision step.
+        gpu_levels: The GPU levels considered (others read as not legal).
+        fungible: Consider every CPU level (False: only the request's).
+        guard: :func:`share_guard` to apply, or None.
+
+    Returns:
+        ``(rate, cpu_level, legal)``, each shape (N, K, L_g): the rate (0 where not legal),
+        the CPU level it is at, and whether some such claim is legal.
+    """
+    assert core.wl is not None and core.jt is not None
+    wl, ma = core.wl, core.ma
+    _, c1, m1 = core.cfg.levels.one_index
+    w = np.where(core.slot_ok, core.window, 0)
+    count = core.jt.gpu_count[w]  # (K, Lg)
+    nt = core.cluster.node_type
+    tput = np.asarray(
+        core.tm.isolated(wl.model[w][None, :, None], nt[:, None, None], count[None], False),
+        dtype=np.float64,
+    )  # (N, K, Lg)
+    ratio = ma.cpu_per_gpu / wl.cpu_per_gpu[w][None, :, None]  # (N, K, Lc)
+    phi = core.tm.phi(wl.model[w][None, :, None], ratio, np.ones_like(ratio))
+    lg, lc_n, _ = core.cfg.levels.sizes
+    only = np.zeros((lg, lc_n), dtype=bool)  # the GPU and CPU levels considered
+    only[gpu_levels, slice(None) if fungible else slice(c1, c1 + 1)] = True
+    single = ma.single[:, :, :, :, m1] & only  # (N, K, Lg, Lc)
+    if guard is not None:
+        single = single & guard[..., m1]
+    lc = np.asarray(core.cfg.levels.cpu)
+    score = np.where(single, phi[:, :, None, :] - 1e-6 * lc, -np.inf)  # (N, K, Lg, Lc)
+    lvl_c = np.argmax(score, axis=3)
+    phi4 = np.broadcast_to(phi[:, :, None, :], score.shape)
+    best_phi = np.take_along_axis(phi4, lvl_c[..., None], axis=3)[..., 0]  # (N, K, Lg)
+    ok = np.isfinite(np.max(score, axis=3))  # (N, K, Lg)
+    return np.where(ok, tput * best_phi, 0.0), lvl_c, ok
+
+
 def cluster_share(core: EnvCore) -> float:
     """A job's share of the cluster's GPUs: all GPUs over the jobs in the system (the teacher's
     elastic-share rule, step 1, takes at least 1; ``agent.env.share_feature`` shows it)."""

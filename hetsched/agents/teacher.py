@@ -86,6 +86,7 @@ from hetsched.agents.signals import (
     cluster_share,
     drain_ratio,
     legal_evictions,
+    level_rates,
     move_saved,
     no_single_claim,
     over_share,
@@ -222,33 +223,14 @@ class SJFTeacher:
             ``(rate, cpu_level, gpu_level)``, each shape (N, K); rate 0 where the job cannot
             run alone there.
         """
-        assert core.wl is not None and core.jt is not None
-        wl, ma = core.wl, core.ma
-        g1, c1, m1 = core.cfg.levels.one_index
+        assert core.jt is not None
         w = np.where(core.slot_ok, core.window, 0)
         count = core.jt.gpu_count[w]  # (K, Lg)
-        nt = core.cluster.node_type
-        tput = np.asarray(
-            core.tm.isolated(wl.model[w][None, :, None], nt[:, None, None], count[None], False),
-            dtype=np.float64,
-        )  # (N, K, Lg)
-        ratio = ma.cpu_per_gpu / wl.cpu_per_gpu[w][None, :, None]  # (N, K, Lc)
-        phi = core.tm.phi(wl.model[w][None, :, None], ratio, np.ones_like(ratio))
-        lg, lc_n, _ = core.cfg.levels.sizes
-        only = np.zeros((lg, lc_n), dtype=bool)  # the GPU and CPU levels the teacher may use
-        only[self.gpu_levels(core), slice(None) if self.fungible else slice(c1, c1 + 1)] = True
-        single = ma.single[:, :, :, :, m1] & only  # (N, K, Lg, Lc)
         if self.share_guard:
             guard = share_guard(core, self.share_guard_all) if guard is None else guard
-            single = single & guard[..., m1]
-        # Prefer the highest phi; among equal phi, the smallest CPU level (leaves CPU for others).
-        lc = np.asarray(core.cfg.levels.cpu)
-        score = np.where(single, phi[:, :, None, :] - 1e-6 * lc, -np.inf)  # (N, K, Lg, Lc)
-        lvl_c = np.argmax(score, axis=3)
-        phi4 = np.broadcast_to(phi[:, :, None, :], score.shape)
-        best_phi = np.take_along_axis(phi4, lvl_c[..., None], axis=3)[..., 0]  # (N, K, Lg)
-        ok = np.isfinite(np.max(score, axis=3))  # (N, K, Lg)
-        rate_l = np.where(ok, tput * best_phi, 0.0)
+        else:
+            guard = None
+        rate_l, lvl_c, ok = level_rates(core, self.gpu_levels(core), self.fungible, guard)
         # GPU level: the fastest legal one within the job's share of the cluster's GPUs; if
         # none is within it, the smallest legal one (rigid jobs only have the request).
         share = max(1.0, cluster_share(core))

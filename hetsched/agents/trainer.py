@@ -50,6 +50,7 @@ from hetsched.agents.acting import (
     env_settings,
     job_extra,
     level_bits,
+    level_rate_count,
     net_dims,
     res_extra,
 )
@@ -237,6 +238,7 @@ class Trainer:
                 job_extra=job_extra(self.conf.env),
                 res_extra=res_extra(self.conf.env),
                 level_bits=level_bits(self.conf.env),
+                level_rates=level_rate_count(self.conf.env),
             )
             for e in self.envs
         }

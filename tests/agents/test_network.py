@@ -12,6 +12,7 @@ from hetsched.agents.acting import agent_observations, env_settings, net_dims
 from hetsched.agents.config import MAIFSAgentConf
 from hetsched.agents.driver import TeamEnv
 from hetsched.agents.network import MAIFSNet, NetDims
+from hetsched.agents.signals import level_rates
 
 
 def _env() -> tuple[TeamEnv, MAIFSAgentConf]:
@@ -178,3 +179,35 @@ def test_the_level_term_moves_every_cpu_and_memory_level_of_a_gpu_level_together
         MAIFSNet(plain, level_head=True)
     with pytest.raises(ValueError, match="level_bits=3 must be at most"):
         NetDims(**{**dims.as_dict(), "job_extra": 2, "level_bits": 3, "obs_dim": 1})
+
+
+def test_level_rate_feature_is_each_levels_rate_over_the_best_on_the_node() -> None:
+    """``env.level_rate_feature``: per node, slot and GPU level, the rate at that level over the
+    best (:func:`level_rates`), appended last; 0 for a level no claim on the node can take (8
+    GPUs on a 4-GPU node) and on empty slots; the network's job MLP and level term read it."""
+    conf = MAIFSAgentConf()
+    conf.env.level_share_feature = conf.env.level_rate_feature = True
+    cl = make_cluster([{"gpu_type": "a100", "count": 2, "gpus": 4, "cpus": 64, "mem_gib": 256}])
+    wl = make_workload([0.0] * 2, [3600.0] * 2, [4, 1], cpu=2.0, mem=8.0, elastic=([1, 1], [8, 1]))
+    env = TeamEnv(cl, wl, tiny_tm(), env_settings(conf.env), conf.env.max_steps)
+    env.reset(np.random.default_rng(0))
+    core = env.core
+    Lg, K = len(conf.env.gpu_levels), core.layout.window
+    obs = agent_observations(core, conf.env)
+    assert obs.shape == (core.N, core.layout.obs_dim + K * Lg + K * Lg)
+    rel = obs[:, -K * Lg :].reshape(core.N, K, Lg)
+    rate = level_rates(core, slice(None), True)[0]
+    slot = {int(j): k for k, j in enumerate(core.window) if core.slot_ok[k]}
+    e, r = slot[0], slot[1]
+    assert core.jt is not None and core.jt.gpu_count[0].tolist() == [1, 2, 4, 8]
+    np.testing.assert_allclose(rel[:, e], rate[:, e] / rate[:, e].max(axis=1, keepdims=True))
+    assert (rel[:, e, 3] == 0).all() and (rel[:, e].max(axis=1) == 1).all()
+    assert (np.diff(rel[:, e, :3], axis=1) > 0).all()  # more GPUs, faster, up to the node's 4
+    assert (rel[:, r].max(axis=1) == 1).all()  # the rigid job: its one level
+    assert (rel[:, ~core.slot_ok] == 0).all()
+    dims = net_dims(core.layout, core.cfg.levels, job_extra=Lg, level_bits=Lg, level_rates=Lg)
+    net = MAIFSNet(dims, level_head=True)
+    assert net.job_enc[0].in_features == dims.job_dim + 2 * Lg
+    lvl = net.level_inputs(torch.from_numpy(obs)[None])
+    assert lvl.shape == (1, core.N, K, Lg, 4)
+    assert torch.equal(lvl[0, ..., 1], torch.from_numpy(rel))

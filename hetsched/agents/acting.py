@@ -89,7 +89,8 @@ def net_dims(
     level_rates: int = 0,
 ) -> NetDims:
     """The network's view of an observation layout (with eviction actions if preemptive, resize
-    actions if resizable; ``level_bits``: :func:`level_bits`)."""
+    actions if resizable; ``level_bits``: :func:`level_bits`; ``level_rates``:
+    :func:`level_rate_count`)."""
     lg, lc, lm = levels.sizes
     return NetDims(
         obs_dim=layout.obs_dim

@@ -126,17 +126,30 @@ class NetDims:
                     f"resident_slots={self.resident_slots} (one per resident slot)"
                 )
         total = (
-            self.num_types
-            + self.node_head
-            + self.resident_slots * self.res_dim
-            + self.window * self.job_dim
-            + self.global_dim
+            self.extra_start
             + self.window * self.job_extra
             + self.resident_slots * self.res_extra
             + self.window * self.level_rates
         )
         if total != self.obs_dim:
             raise ValueError(f"observation blocks sum to {total}, not obs_dim={self.obs_dim}")
+
+    @property
+    def extra_start(self) -> int:
+        """Offset of the first block the agent appends to the env's observation (the
+        ``job_extra`` features)."""
+        return (
+            self.num_types
+            + self.node_head
+            + self.resident_slots * self.res_dim
+            + self.window * self.job_dim
+            + self.global_dim
+        )
+
+    @property
+    def level_rates_start(self) -> int:
+        """Offset of the ``level_rates`` block (the observation's last)."""
+        return self.obs_dim - self.window * self.level_rates
 
     @property
     def num_actions(self) -> int:
@@ -263,7 +276,6 @@ class MAIFSNet(nn.Module):
             rx = obs[..., o : o + d.resident_slots * d.res_extra]
             rx = rx.reshape(B, N, d.resident_slots, d.res_extra)
             res_in = torch.cat([res, rx.to(res.dtype)], dim=-1)
-            o += d.resident_slots * d.res_extra
         temb = self.type_emb(onehot.argmax(dim=-1))
         res_e = self.res_enc(res_in) * res[..., :1]
         r = res_e.sum(dim=2) / d.resident_slots
@@ -272,7 +284,7 @@ class MAIFSNet(nn.Module):
         if d.job_extra:
             win_in = torch.cat([win_in, extra.to(win_in.dtype)], dim=-1)
         if d.level_rates:
-            lr = obs[..., o : o + d.window * d.level_rates].reshape(B, N, d.window, -1)
+            lr = obs[..., d.level_rates_start :].reshape(B, N, d.window, d.level_rates)
             win_in = torch.cat([win_in, lr.to(win_in.dtype)], dim=-1)
         jobs = self.job_enc(win_in) * present
         jpool = jobs.sum(dim=2) / present.sum(dim=2).clamp(min=1.0)
@@ -345,13 +357,12 @@ class MAIFSNet(nn.Module):
         ``(B, N, K, L_g, 4)`` (the last level's next is 0)."""
         d = self.dims
         B, N, _ = obs.shape
-        o = d.num_types + d.node_head + d.resident_slots * d.res_dim + d.window * d.job_dim
-        o += d.global_dim
+        o = d.extra_start
         extra = obs[..., o : o + d.window * d.job_extra].reshape(B, N, d.window, d.job_extra)
         cols = [extra[..., d.job_extra - d.level_bits :].float()]  # (B, N, K, G)
         if d.level_rates:
-            o = d.obs_dim - d.window * d.level_rates
-            cols.append(obs[..., o:].reshape(B, N, d.window, d.level_rates).float())
+            rates = obs[..., d.level_rates_start :]
+            cols.append(rates.reshape(B, N, d.window, d.level_rates).float())
         nxt = [torch.cat([c[..., 1:], torch.zeros_like(c[..., :1])], dim=-1) for c in cols]
         return torch.stack([*cols, *nxt], dim=-1)
 

@@ -72,6 +72,36 @@ def test_policy_matches_env_rollout(conflict: str) -> None:
     assert pol.run_stats()["decision_steps"] > 0
 
 
+def test_a_level_rate_network_runs_in_the_simulator_as_in_the_env() -> None:
+    """A network with the per-level claim term and the level-rate input (the observation's last
+    block) is accepted by the scheduler and acts there as in the env."""
+    from hetsched.agents.acting import job_extra, level_bits, level_rate_count
+
+    conf = fast_config().agent
+    conf.env.level_share_feature = conf.env.level_rate_feature = conf.net.level_head = True
+    tm, cl, wl = _twin_instance()
+    env = TeamEnv(cl, wl, tm, env_settings(conf.env), max_steps=3000)
+    dims = net_dims(
+        env.core.layout,
+        env.core.cfg.levels,
+        job_extra=job_extra(conf.env),
+        level_bits=level_bits(conf.env),
+        level_rates=level_rate_count(conf.env),
+    )
+    torch.manual_seed(0)
+    net = build_net(conf.net, dims).eval()
+    with torch.no_grad():
+        net.noop.bias.fill_(-10.0)
+    acting = Acting(net, conf, greedy=True)
+    env.reset(np.random.default_rng(0))
+    while not env.step(acting(env.core)).done:
+        pass
+    via_env = env.core.sim.result()  # type: ignore[union-attr]
+    via_sim = _run(MAIFSPolicy(net=(net, conf)), cl, wl, tm)
+    np.testing.assert_allclose(via_sim.finish_time, via_env.finish_time)
+    np.testing.assert_allclose(via_sim.start_time, via_env.start_time)
+
+
 def test_preemptive_network_evicts_in_the_simulator_as_in_the_env() -> None:
     """A network with eviction actions: its evictions reach the simulator unchanged."""
     conf = fast_config().agent

@@ -19,6 +19,9 @@ and over all runs:
   teacher's labels in the same states, and, for ``claim_other_level``, which levels differ
   (``gpu (same count)``: another GPU level that gives the job the same GPUs, e.g. a level
   below a 1-GPU job's request);
+* the agents whose best move (``hetsched.agents.signals.move_savings``) saves more than the
+  teacher's ``migrate_gain_s``, by the rank of that saving among them in the step (0: the
+  largest): how often the teacher and the network move there;
 * per GPU type (the type of most of a job's GPU-seconds): jobs and their mean run time (h).
 
 ``--scheduler maifs_teacher`` plays the teacher preset instead (``--moves none``: without its
@@ -70,6 +73,9 @@ class Probe:
         }
         self.run_ratio: list[float] = []  # other job's estimated run time over the label's
         self.level_parts: collections.Counter[str] = collections.Counter()  # which levels differ
+        # (rank bucket, teacher kind, network kind) of agents whose best move saves more than
+        # the teacher's migrate_gain_s
+        self.move_rank: collections.Counter[tuple[str, str, str]] = collections.Counter()
 
     def step(self, policy: Any, core: Any, label: np.ndarray, played: np.ndarray) -> None:
         """Record one step of a :class:`MAIFSPolicy`: its teacher's ``label`` and the actions
@@ -106,10 +112,32 @@ class Probe:
                 run = core.est_run_s(w[[(int(net[i]) - 1) // L, (int(label[i]) - 1) // L]])
                 self.run_ratio.append(float(run[0] / max(run[1], 1e-9)))
         self.labels["illegal_label"] += int((active & ~legal).sum())
+        self._move_ranks(policy, core, label, net, active & legal)
         for who, acts in (("network", played), ("teacher", label)):
             claims = acts[(acts > 0) & (acts < P)]
             if claims.size:
                 self.levels[who].update(core.codec.decode(claims)[1].tolist())
+
+    def _move_ranks(
+        self, policy: Any, core: Any, label: np.ndarray, net: np.ndarray, ok: np.ndarray
+    ) -> None:
+        """Bucket the agents whose best move saves more than the teacher's gain by the rank
+        of that saving among all such agents this step (0: the largest), with both kinds."""
+        from hetsched.agents.signals import move_savings
+
+        gain = getattr(getattr(policy.conf, "teacher", None), "migrate_gain_s", None)
+        if gain is None or core.cfg.migrate_speedup is None:
+            return
+        best = move_savings(core).max(axis=1)  # (N,) s
+        cand = np.flatnonzero(best > gain)
+        if cand.size == 0:
+            return
+        rank = np.empty(core.N, dtype=np.int64)
+        rank[cand[np.argsort(-best[cand], kind="stable")]] = np.arange(cand.size)
+        P = core.n_place
+        for i in cand[ok[cand]].tolist():
+            b = "rank 0" if rank[i] == 0 else ("rank 1-2" if rank[i] <= 2 else "rank 3+")
+            self.move_rank[(b, _kind(int(label[i]), P), _kind(int(net[i]), P))] += 1
 
     def lines(self) -> list[str]:
         """The label and level lines."""
@@ -127,6 +155,18 @@ class Probe:
             out.append(f"claim_other_level, the levels that differ: {dict(self.level_parts)}")
         for who, c in self.levels.items():
             out.append(f"GPU levels of the {who}'s claims: {dict(sorted(c.items()))}")
+        for b in ("rank 0", "rank 1-2", "rank 3+"):
+            mr = {(t, m): v for (bb, t, m), v in self.move_rank.items() if bb == b}
+            tm = sum(v for (t, _), v in mr.items() if t == "move")
+            if not mr:
+                continue
+            hit = mr.get(("move", "move"), 0)
+            nm = sum(v for (_, m), v in mr.items() if m == "move")
+            out.append(
+                f"agents whose best move saves more than the teacher's gain, {b}: "
+                f"{sum(mr.values())}; the teacher moves in {tm}, the network in {nm}, "
+                f"both in {hit}"
+            )
         return out
 
 

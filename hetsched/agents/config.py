@@ -258,6 +258,7 @@ class BCConf:
             while the teacher labels from the true run times (a privileged teacher); 0: every
             episode shows the true run times.
         noisy_sigma: Sigma of those episodes' log-normal errors; None: the track's default.
+        move_weight: Cloning-loss weight of labels past the placements (evictions, resizes).
     """
 
     episodes: int = 40
@@ -271,15 +272,16 @@ class BCConf:
     ordered_masks: bool = False
     noisy_fraction: float = 0.0
     noisy_sigma: float | None = None
+    move_weight: float = 1.0
 
     def __post_init__(self) -> None:
+        if not self.move_weight > 0.0:
+            raise ValueError(f"agent.bc.move_weight={self.move_weight!r} must be positive")
         if not 0.0 <= self.noisy_fraction <= 1.0:
             raise ValueError(f"agent.bc.noisy_fraction={self.noisy_fraction!r} must lie in [0, 1]")
         if self.noisy_sigma is not None and not self.noisy_sigma >= 0.0:
-            raise ValueError(
-                f"agent.bc.noisy_sigma={self.noisy_sigma!r} must be >= 0 (or null: the "
-                "noisy track's default)"
-            )
+            msg = "must be >= 0 (or null: the noisy track's default)"
+            raise ValueError(f"agent.bc.noisy_sigma={self.noisy_sigma!r} {msg}")
 
 
 @dataclass

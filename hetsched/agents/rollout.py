@@ -116,6 +116,27 @@ def show_track(core: EnvCore, conf: MAIFSAgentConf, spec: EpisodeSpec) -> bool:
     return True
 
 
+def label_weights(
+    mask: NDArray[np.bool_], label: NDArray[np.int64], n_place: int, move_weight: float
+) -> NDArray[np.float32]:
+    """Each agent's weight in the cloning loss, shape (N,).
+
+    A teacher label the agent's action semantics forbid (it passes where the agent must claim)
+    teaches nothing: weight 0. A label past the placement actions (``label >= n_place``: an
+    eviction, a migration or a resize) weighs ``move_weight`` (``agent.bc.move_weight``);
+    every other legal label 1.
+
+    Args:
+        mask: (N, A) the masks the labels are recorded under.
+        label: (N,) the teacher's actions.
+        n_place: Placement actions per agent, the no-op included.
+        move_weight: Weight of a legal label past the placement actions.
+    """
+    legal = mask[np.arange(label.shape[0]), label]
+    w = np.where(label >= n_place, np.float32(move_weight), np.float32(1.0))
+    return np.where(legal, w, np.float32(0.0)).astype(np.float32)
+
+
 def play(
     env: TeamEnv, net: MAIFSNet, conf: MAIFSAgentConf, teacher: SJFTeacher, spec: EpisodeSpec
 ) -> Episode:
@@ -152,9 +173,7 @@ def play(
             mask = (
                 acting.label_masks(core, label) if conf.bc.ordered_masks else env_mask.astype(bool)
             )
-            # A teacher label the agent's action semantics forbid (it passes where the agent
-            # must claim) teaches nothing: weight 0.
-            weight = mask[np.arange(core.N), label].astype(np.float32)
+            weight = label_weights(mask, label, core.n_place, conf.bc.move_weight)
             d = {
                 "obs": agent_observations(core, conf.env).astype(np.float16),
                 "mask": mask,

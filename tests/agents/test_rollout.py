@@ -10,7 +10,7 @@ from helpers import tiny_tm
 from hetsched.agents.acting import build_net, env_settings, net_dims
 from hetsched.agents.config import BCConf, MAIFSAgentConf
 from hetsched.agents.driver import TeamEnv
-from hetsched.agents.rollout import EpisodeSpec, play, show_track
+from hetsched.agents.rollout import EpisodeSpec, label_weights, play, show_track
 from hetsched.agents.signals import seen_remaining
 from hetsched.agents.teacher import SJFTeacher
 
@@ -97,3 +97,18 @@ def test_bad_noise_settings_are_one_line_errors() -> None:
         BCConf(noisy_fraction=1.5)
     with pytest.raises(ValueError, match="agent.bc.noisy_sigma"):
         BCConf(noisy_sigma=-0.1)
+    with pytest.raises(ValueError, match="agent.bc.move_weight"):
+        BCConf(move_weight=0.0)
+
+
+def test_move_labels_weigh_move_weight_and_forbidden_labels_nothing() -> None:
+    # 3 agents, 2 placement actions (no-op, one claim), 2 eviction slots
+    mask = np.array(
+        [[1, 1, 1, 0], [1, 0, 0, 1], [0, 1, 1, 1]],
+        dtype=bool,
+    )
+    label = np.array([2, 2, 0])  # a legal eviction, a forbidden eviction, a forbidden pass
+    assert label_weights(mask, label, 2, 4.0).tolist() == [4.0, 0.0, 0.0]
+    label = np.array([1, 0, 3])  # a claim, a pass, a legal eviction
+    assert label_weights(mask, label, 2, 4.0).tolist() == [1.0, 1.0, 4.0]
+    assert label_weights(mask, label, 2, 1.0).tolist() == [1.0, 1.0, 1.0]

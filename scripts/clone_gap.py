@@ -118,6 +118,15 @@ class Probe:
             if claims.size:
                 self.levels[who].update(core.codec.decode(claims)[1].tolist())
 
+    def add(self, other: Probe) -> None:
+        """Add another run's counts to these."""
+        self.labels.update(other.labels)
+        self.run_ratio += other.run_ratio
+        self.level_parts.update(other.level_parts)
+        self.move_rank.update(other.move_rank)
+        for who, c in other.levels.items():
+            self.levels[who].update(c)
+
     def _move_ranks(
         self, policy: Any, core: Any, label: np.ndarray, net: np.ndarray, ok: np.ndarray
     ) -> None:
@@ -125,7 +134,7 @@ class Probe:
         of that saving among all such agents this step (0: the largest), with both kinds."""
         from hetsched.agents.signals import move_savings
 
-        gain = getattr(getattr(policy.conf, "teacher", None), "migrate_gain_s", None)
+        gain = policy.conf.teacher.migrate_gain_s
         if gain is None or core.cfg.migrate_speedup is None:
             return
         best = move_savings(core).max(axis=1)  # (N,) s
@@ -157,9 +166,9 @@ class Probe:
             out.append(f"GPU levels of the {who}'s claims: {dict(sorted(c.items()))}")
         for b in ("rank 0", "rank 1-2", "rank 3+"):
             mr = {(t, m): v for (bb, t, m), v in self.move_rank.items() if bb == b}
-            tm = sum(v for (t, _), v in mr.items() if t == "move")
             if not mr:
                 continue
+            tm = sum(v for (t, _), v in mr.items() if t == "move")
             hit = mr.get(("move", "move"), 0)
             nm = sum(v for (_, m), v in mr.items() if m == "move")
             out.append(
@@ -258,11 +267,7 @@ def main() -> None:
             )
             if args.scheduler == "maifs":
                 print("  " + "\n  ".join(probe[0].lines()))
-                total.labels.update(probe[0].labels)
-                total.run_ratio += probe[0].run_ratio
-                total.level_parts.update(probe[0].level_parts)
-                for who, c in probe[0].levels.items():
-                    total.levels[who].update(c)
+                total.add(probe[0])
     print(f"{len(ratios)} runs: IQM {iqm(np.asarray(ratios)):.3f}x the better of Sia and Gavel")
     if args.scheduler == "maifs":
         print("\n".join(total.lines()))

@@ -39,3 +39,22 @@ def test_an_unknown_move_mode_is_one_line_and_exit_2() -> None:
     assert proc.returncode == 2
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "--moves 'some' is not one of" in lines[0], proc.stderr
+
+
+def test_the_total_over_runs_adds_every_count_the_move_ranks_included() -> None:
+    mod = _module()
+    a, b, total = mod.Probe(), mod.Probe(), mod.Probe()
+    a.labels["same_move"] += 2
+    a.move_rank[("rank 0", "move", "move")] += 2
+    b.labels["move->pass"] += 1
+    b.move_rank[("rank 0", "move", "pass")] += 1
+    b.levels["network"][3] += 1
+    total.add(a)
+    total.add(b)
+    assert total.labels == {"same_move": 2, "move->pass": 1}
+    assert total.levels["network"] == {3: 1}
+    line = [ln for ln in total.lines() if "rank 0" in ln]
+    assert line == [
+        "agents whose best move saves more than the teacher's gain, rank 0: 3; the teacher "
+        "moves in 3, the network in 2, both in 2"
+    ]

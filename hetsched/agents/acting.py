@@ -71,6 +71,7 @@ def env_settings(conf: AgentEnvConf) -> EnvSettings:
         resizable=conf.resizable,
         migrate_speedup=conf.migrate_speedup,
         migrate_gangs=conf.migrate_gangs,
+        migrate_multinode=conf.migrate_multinode,
         retry_refused=conf.retry_refused,
         migrate_elastic=conf.migrate_elastic,
         reclaim_cores=conf.reclaim_cores,

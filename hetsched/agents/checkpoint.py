@@ -65,6 +65,8 @@ LEGACY: dict[tuple[str, str], object] = {
     ("env", "retry_refused"): False,
     ("env", "migrate_elastic"): False,
     ("env", "reclaim_cores"): False,
+    ("env", "migrate_multinode"): False,
+    ("teacher", "gang_fastest"): False,
 }
 
 

@@ -101,6 +101,8 @@ class AgentEnvConf:
             ``teacher.migrate_gain_s``). None: off.
         migrate_gangs: With ``migrate_speedup``, a job on several nodes may migrate too, to
             one node that holds it whole (``EnvSettings.migrate_gangs``).
+        migrate_multinode: With ``migrate_gangs``, a gang too large for one node may migrate
+            to several nodes of a faster type (``EnvSettings.migrate_multinode``).
         migrate_elastic: With ``migrate_speedup``, an elastic job may migrate at another GPU
             count: grow onto a node that empties, or move to fewer faster GPUs
             (``EnvSettings.migrate_elastic``).
@@ -166,6 +168,7 @@ class AgentEnvConf:
     resizable: bool = False
     migrate_speedup: float | None = None
     migrate_gangs: bool = False
+    migrate_multinode: bool = False
     migrate_elastic: bool = False
     reclaim_cores: bool = False
     gang_binding: bool = False
@@ -221,7 +224,8 @@ class TeacherConf:
     times the cluster's drain time (:func:`hetsched.agents.signals.drain_ratio`; null: only
     ``long_s``). ``shrink_share``: in a preemptive env, while a window job waits, evict a running
     elastic job held above this many times its share of the cluster so that it restarts within
-    it (the teacher's step 4; null: never).
+    it (the teacher's step 4; null: never). ``gang_fastest``: a gang goes to the fastest GPU
+    type with room for it rather than the one with the most free GPUs (step 3).
     """
 
     order: str = "sjf"
@@ -235,6 +239,7 @@ class TeacherConf:
     evict_protect: float | None = None
     long_drain: float | None = None
     shrink_share: float | None = None
+    gang_fastest: bool = False
 
 
 @dataclass
@@ -580,6 +585,7 @@ class TeacherSchedulerConf:
     share_guard: bool = AgentEnvConf.share_guard
     window_backfill: int = AgentEnvConf.window_backfill
     migrate_gangs: bool = AgentEnvConf.migrate_gangs
+    migrate_multinode: bool = AgentEnvConf.migrate_multinode
     share_guard_all: bool = AgentEnvConf.share_guard_all
     retry_refused: bool = AgentEnvConf.retry_refused
     migrate_elastic: bool = AgentEnvConf.migrate_elastic
@@ -589,6 +595,7 @@ class TeacherSchedulerConf:
     evict_protect: float | None = TeacherConf.evict_protect
     long_drain: float | None = TeacherConf.long_drain
     shrink_share: float | None = TeacherConf.shrink_share
+    gang_fastest: bool = TeacherConf.gang_fastest
 
 
 def register_agent_configs() -> None:

@@ -195,6 +195,8 @@ class TeacherPolicy(ActorPolicy):
             (``EnvSettings.window_backfill``).
         migrate_gangs: With ``migrate_speedup``, gangs may migrate too
             (``EnvSettings.migrate_gangs``).
+        migrate_multinode: With ``migrate_gangs``, to several nodes of one type too
+            (``EnvSettings.migrate_multinode``).
         share_guard_all: The share guard keeps the share of every free GPU.
         retry_refused: A step of only refused claims keeps the round going
             (``EnvSettings.retry_refused``).
@@ -213,6 +215,8 @@ class TeacherPolicy(ActorPolicy):
         shrink_share: Evict a running one-node elastic job above this many times its share of
             the cluster's GPUs while a window job waits, to restart it within its share
             (:class:`SJFTeacher`, step 4; the preemptive env). None: no shrinks.
+        gang_fastest: A gang goes to the fastest GPU type with room for it
+            (:class:`SJFTeacher`, step 3).
     """
 
     def __init__(
@@ -232,6 +236,7 @@ class TeacherPolicy(ActorPolicy):
         share_guard: bool = AgentEnvConf.share_guard,
         window_backfill: int = AgentEnvConf.window_backfill,
         migrate_gangs: bool = AgentEnvConf.migrate_gangs,
+        migrate_multinode: bool = AgentEnvConf.migrate_multinode,
         share_guard_all: bool = AgentEnvConf.share_guard_all,
         retry_refused: bool = AgentEnvConf.retry_refused,
         migrate_elastic: bool = AgentEnvConf.migrate_elastic,
@@ -241,6 +246,7 @@ class TeacherPolicy(ActorPolicy):
         evict_protect: float | None = TeacherConf.evict_protect,
         long_drain: float | None = TeacherConf.long_drain,
         shrink_share: float | None = TeacherConf.shrink_share,
+        gang_fastest: bool = TeacherConf.gang_fastest,
     ) -> None:
         if migrate_gain_s is not None and migrate_speedup is None:
             raise ValueError(
@@ -262,6 +268,7 @@ class TeacherPolicy(ActorPolicy):
             share_guard_all=share_guard_all,
             long_drain=long_drain,
             shrink_share=shrink_share,
+            gang_fastest=gang_fastest,
         )
         settings = EnvSettings(
             window=window,
@@ -275,6 +282,7 @@ class TeacherPolicy(ActorPolicy):
             or shrink_share is not None,
             migrate_speedup=migrate_speedup,
             migrate_gangs=migrate_gangs,
+            migrate_multinode=migrate_multinode,
             retry_refused=retry_refused,
             migrate_elastic=migrate_elastic,
             reclaim_cores=reclaim_cores,
@@ -301,6 +309,7 @@ class TeacherPolicy(ActorPolicy):
             share_guard=e.share_guard,
             window_backfill=e.window_backfill,
             migrate_gangs=e.migrate_gangs,
+            migrate_multinode=e.migrate_multinode,
             share_guard_all=e.share_guard_all,
             retry_refused=e.retry_refused,
             migrate_elastic=e.migrate_elastic,
@@ -310,6 +319,7 @@ class TeacherPolicy(ActorPolicy):
             evict_protect=t.evict_protect,
             long_drain=t.long_drain,
             shrink_share=t.shrink_share if e.preemptive else None,
+            gang_fastest=t.gang_fastest,
         )
 
 

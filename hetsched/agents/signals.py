@@ -128,10 +128,11 @@ def move_saved(
 ) -> tuple[MoveTargets, F64]:
     """The moves of the jobs in resident slots ``legal`` (N, R) to nodes ``target`` (N,) and
     the time each saves (s): the run time left where the job runs, less that on the target
-    node, less the model's restart delay; -inf where it may not move there. Returns
+    node, less the model's restart delay; -inf where it may not move there (a move to several
+    nodes, ``EnvSettings.migrate_multinode``, counts only nodes of ``target``). Returns
     ``(moves, saved)``, ``saved`` shape (S, N) for the S candidate slots of ``moves``."""
     assert core.wl is not None
-    mv = core.move_targets(legal)
+    mv = core.move_targets(legal, target)
     rem = seen_remaining(core)[mv.job]
     t_there = rem[:, None] / np.maximum(mv.there, EPS)
     saved = rem[:, None] / np.maximum(mv.here, EPS)[:, None] - t_there

@@ -32,7 +32,8 @@ Rule, at every decision step:
    runs below ``min_rel_rate`` times the isolated throughput one node of the cluster could give
    it (the fastest allowed type with a node of its GPU count; :func:`best_alone_tput`). A job
    no node can host alone is claimed by every free legal node of the GPU type with the most
-   free capacity (the env fills the gang).
+   free capacity (with ``gang_fastest``, of the type that runs it fastest among those whose
+   free GPUs hold it; the env fills the gang).
 4. Evictions (only in the preemptive env ``hetsched/ClusterPreempt-v0``, with ``evict_ratio``
    set; the preset's rule "preemption for short jobs" written in the env's actions): shortest
    first, each window job that has waited ``evict_wait_s`` and fits on no node at its request
@@ -52,8 +53,10 @@ Rule, at every decision step:
    ``EnvSettings.migrate_gangs``, the gang) in its resident slots whose estimated run time left
    (isolated rate at its GPUs, as placed) shortens most by moving to a node that is free this
    step, of a GPU type the job allows, with its GPUs, cores and memory free and no window job
-   that could be placed there alone, if the time saved, less the model's restart delay, exceeds
-   ``migrate_gain_s``; one move per target node and per job. The job rejoins the window and step
+   that could be placed there alone (with ``EnvSettings.migrate_multinode``, or to several
+   such nodes of one type that hold a gang too large for one), if the time saved, less the
+   model's restart delay, exceeds ``migrate_gain_s``; one move per target node (per set of
+   nodes) and per job. The job rejoins the window and step
    3 places it on the fastest free node at the next decision step. With migrations, long jobs
    need not wait for a fast GPU (``min_rel_rate=0``). With ``EnvSettings.migrate_elastic`` an
    elastic job's move is valued at the GPU count the target node gives it
@@ -132,6 +135,8 @@ class SJFTeacher:
         shrink_share: Evict a running elastic job above this many times its share of the
             cluster while a window job waits (module docstring, step 4; preemptive env only).
             None: never shrink.
+        gang_fastest: A gang goes to the fastest GPU type whose free nodes have room for it
+            (module docstring, step 3); False: to the type with the most free GPUs.
     """
 
     def __init__(
@@ -150,7 +155,9 @@ class SJFTeacher:
         evict_protect: float | None = None,
         long_drain: float | None = None,
         shrink_share: float | None = None,
+        gang_fastest: bool = False,
     ) -> None:
+        self.gang_fastest = bool(gang_fastest)
         if shrink_share is not None and not shrink_share >= 1.0:
             raise ValueError(f"shrink_share={shrink_share!r} must be >= 1 (or None)")
         self.shrink_share = None if shrink_share is None else float(shrink_share)
@@ -204,6 +211,7 @@ class SJFTeacher:
             t.evict_protect,
             t.long_drain,
             t.shrink_share,
+            t.gang_fastest,
         )
 
     def gpu_levels(self, core: EnvCore) -> slice:
@@ -286,6 +294,11 @@ class SJFTeacher:
             t = int(np.argmax(best))
             if moved[n] or j in gone or not best[t] > gain_s:
                 continue
+            if mv.pooled is not None and mv.pooled[i, t]:  # several nodes: take them all
+                group = mv.pooled[i] & (core.cluster.node_type == core.cluster.node_type[t])
+                if used[group].any():
+                    continue
+                used[group] = True
             actions[n] = core.n_place + int(mv.slot[i])
             moved[n] = used[t] = True
             gone.add(j)
@@ -376,6 +389,12 @@ class SJFTeacher:
                 continue
             cap = np.bincount(nt[gang], weights=core.free_g[gang], minlength=int(nt.max()) + 1)
             t = int(np.argmax(cap))
+            if self.gang_fastest:  # of the types with room for it, the fastest
+                g = int(core.wl.req_gpus[w[k]])
+                tput = core.tm.isolated(core.wl.model[w[k]], np.arange(cap.size), g, False)
+                room = cap >= g
+                if room.any():
+                    t = int(np.argmax(np.where(room, tput, -1.0)))
             members = np.flatnonzero(gang & (nt == t))
             actions[members] = int(core.codec.encode(k, g1, c1, m1))
             taken[members] = True

@@ -155,7 +155,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
     changes keep the spaces, dynamics and rewards: speed-ups; a stall is also detected with
     ``skip_idle=False``; additions that change nothing by default (the progress shaping term
     ``reward_weights={"progress": w}`` with info key ``reward_progress``; the window orders
-    ``"sjf"`` and ``"typed"``; ``window_backfill``; ``migrate_gangs``; ``retry_refused``; ``migrate_elastic``; ``reclaim_cores``); the
+    ``"sjf"`` and ``"typed"``; ``window_backfill``; ``migrate_gangs``; ``migrate_multinode``; ``retry_refused``; ``migrate_elastic``; ``reclaim_cores``); the
     info key ``evicted_jobs`` (always 0 here) with ``hetsched/ClusterPreempt-v0`` (2026-11-26, this env
     with ``preemptive=True``, first version ``-v0``); the stall detector ``stall_steps`` (it
     truncates only episodes without progress for that many steps) with the info keys
@@ -199,6 +199,8 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         migrate_speedup: With eviction actions, see ``EnvSettings.migrate_speedup``.
         migrate_gangs: With ``migrate_speedup``, jobs on several nodes may move too (see
             ``EnvSettings.migrate_gangs``).
+        migrate_multinode: With ``migrate_gangs``, a gang may move to several nodes of one
+            GPU type too (see ``EnvSettings.migrate_multinode``).
         migrate_elastic: With ``migrate_speedup``, elastic jobs may move at another GPU count
             (see ``EnvSettings.migrate_elastic``).
         retry_refused: A step whose claims were all refused gang claims keeps the round going
@@ -247,6 +249,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
         resizable: bool = EnvSettings.resizable,
         migrate_speedup: float | None = EnvSettings.migrate_speedup,
         migrate_gangs: bool = EnvSettings.migrate_gangs,
+        migrate_multinode: bool = EnvSettings.migrate_multinode,
         retry_refused: bool = EnvSettings.retry_refused,
         migrate_elastic: bool = EnvSettings.migrate_elastic,
         reclaim_cores: bool = EnvSettings.reclaim_cores,
@@ -277,6 +280,7 @@ class ClusterParallelEnv(ParallelEnv[str, dict[str, NDArray[Any]], int]):
             resizable=resizable,
             migrate_speedup=migrate_speedup,
             migrate_gangs=migrate_gangs,
+            migrate_multinode=migrate_multinode,
             retry_refused=retry_refused,
             migrate_elastic=migrate_elastic,
             reclaim_cores=reclaim_cores,

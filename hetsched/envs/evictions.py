@@ -38,6 +38,8 @@ class MoveTargets(NamedTuple):
         ok: Nodes it could move to now, shape (S, N).
         here: Its isolated throughput on its own node's GPU type at its GPUs, shape (S,).
         there: The same on every node's type, shape (S, N).
+        pooled: Where the move is to several nodes of that node's type together
+            (``EnvSettings.migrate_multinode``), shape (S, N); None: no such moves.
     """
 
     node: NDArray[np.int64]
@@ -46,6 +48,7 @@ class MoveTargets(NamedTuple):
     ok: NDArray[np.bool_]
     here: NDArray[np.float64]
     there: NDArray[np.float64]
+    pooled: NDArray[np.bool_] | None = None
 
 
 class EvictionRules(CoreState):
@@ -103,7 +106,9 @@ class EvictionRules(CoreState):
                 m[mv.node, mv.slot] = mv.ok.any(axis=1)
         return m.astype(np.int8)
 
-    def move_targets(self, slots: NDArray[np.bool_]) -> MoveTargets:
+    def move_targets(
+        self, slots: NDArray[np.bool_], pool: NDArray[np.bool_] | None = None
+    ) -> MoveTargets:
         """Where the jobs in resident ``slots`` (N, R bool) could move now (migrations).
 
         Only one-entry jobs are considered, unless ``EnvSettings.migrate_gangs``: then a job
@@ -150,6 +155,10 @@ class EvictionRules(CoreState):
         )  # (S, N) the node hosts the job as it holds now
         if self.cfg.migrate_elastic:
             fits, there = self._elastic_targets(job, g, cpus, mem, fits, there)
+        pooled = None
+        if self.cfg.migrate_multinode:
+            pool = np.ones(self.N, dtype=bool) if pool is None else pool
+            fits, there, pooled = self._pooled_targets(job, g, cpus, mem, fits, there, pool)
         ok = (
             self.node_up[None, :]
             & fits
@@ -157,7 +166,67 @@ class EvictionRules(CoreState):
             & (there >= self.cfg.migrate_speedup * here[:, None])
             & (here[:, None] > 0)
         )  # (S, N)
-        return MoveTargets(ns, rs, job, ok, here, there)
+        return MoveTargets(ns, rs, job, ok, here, there, pooled)
+
+    def _pooled_targets(
+        self,
+        job: NDArray[np.int64],
+        g: NDArray[np.int64],
+        cpus: NDArray[np.float64],
+        mem: NDArray[np.float64],
+        fits: NDArray[np.bool_],
+        there: NDArray[np.float64],
+        pool: NDArray[np.bool_],
+    ) -> tuple[NDArray[np.bool_], NDArray[np.float64], NDArray[np.bool_]]:
+        """``EnvSettings.migrate_multinode``: gangs too large for one node of a GPU type, on
+        several nodes of it.
+
+        For each GPU type (a handful; the loop is over types, not jobs), the nodes of that type
+        in ``pool`` that are up with a free GPU host a candidate whose GPUs exceed that type's
+        largest node when their free GPUs, cores and memory together cover what it holds. Its
+        throughput there is the isolated one at its GPUs on the fewest of those nodes that hold
+        its GPUs (spread where that is more nodes than it needs at full nodes). Every node of
+        the set is marked as a target, ``pooled``.
+
+        Args:
+            job: Each candidate's job, shape (S,).
+            g: GPUs each candidate's job holds, shape (S,).
+            cpus: Cores it holds, shape (S,).
+            mem: Memory it holds (GiB), shape (S,).
+            fits: One-node targets, shape (S, N).
+            there: Isolated throughput on each node, shape (S, N).
+            pool: Nodes that may take part, shape (N,).
+
+        Returns:
+            ``(fits, there, pooled)``, each shape (S, N).
+        """
+        assert self.wl is not None
+        nt, ng = self.cluster.node_type, self.cluster.node_gpus
+        fits, there = fits.copy(), there.copy()
+        pooled = np.zeros_like(fits)
+        for k in np.unique(nt).tolist():
+            size = int(ng[nt == k].max())
+            on = pool & self.node_up & (nt == k) & (self.free_g > 0)
+            big = g > size
+            if not (on.any() and big.any()):
+                continue
+            cum = np.cumsum(np.sort(self.free_g[on])[::-1])  # free GPUs of the fullest n nodes
+            n_need = np.searchsorted(cum, g) + 1  # (S,) nodes that hold g; > len: too few
+            ok = (
+                big
+                & (n_need <= cum.size)
+                & (self.free_c[on].sum() >= cpus - 1e-9)
+                & (self.free_m[on].sum() >= mem - 1e-9)
+            )
+            if not ok.any():
+                continue
+            spread = n_need > -(-g // size)
+            tput = self.tm.isolated(self.wl.model[job], k, g, spread)  # (S,)
+            rows, cols = np.flatnonzero(ok), np.flatnonzero(on)
+            fits[np.ix_(rows, cols)] = True
+            there[np.ix_(rows, cols)] = tput[rows, None]
+            pooled[np.ix_(rows, cols)] = True
+        return fits, there, pooled
 
     def _elastic_targets(
         self,

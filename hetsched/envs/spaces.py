@@ -161,6 +161,11 @@ class EnvSettings:
         migrate_gangs: With ``migrate_speedup``, a job running on several nodes (a gang) may
             move too: to one node that has all the GPUs, cores and memory it holds free and
             runs it that many times as fast as it runs now. False: only one-node jobs move.
+        migrate_multinode: With ``migrate_gangs``, a gang larger than any one node of a GPU
+            type may also move to several nodes of that type that together have its GPUs,
+            cores and memory free (counted at the fewest of them, as a gang claim takes them)
+            and run it that many times as fast. False: a gang moves only to one node, so one
+            started on many slow nodes stays there.
         migrate_elastic: With ``migrate_speedup``, an elastic job (``min_gpus < max_gpus``)
             may also move at another GPU count: to a node where the largest count of its GPU
             levels that the node's free GPUs, cores and memory hold (at the cores and memory
@@ -210,6 +215,7 @@ class EnvSettings:
     evict_max: int | None = None
     migrate_speedup: float | None = None
     migrate_gangs: bool = False
+    migrate_multinode: bool = False
     migrate_elastic: bool = False
     stall_steps: int | None = 1000
     resizable: bool = False
@@ -231,6 +237,7 @@ class EnvSettings:
         for name in (
             "preemptive",
             "migrate_gangs",
+            "migrate_multinode",
             "migrate_elastic",
             "retry_refused",
             "resizable",
@@ -259,6 +266,11 @@ class EnvSettings:
                     f"{name} needs migrate_speedup (how many times faster {what} new node "
                     f"must run it); set migrate_speedup or {name}=False"
                 )
+        if self.migrate_multinode and not self.migrate_gangs:
+            raise ValueError(
+                "migrate_multinode needs migrate_gangs=True (only gangs move to several nodes); "
+                "set migrate_gangs=True or migrate_multinode=False"
+            )
         for name, lo in (("window", 1), ("resident_slots", 1), ("max_decisions_per_round", 1)):
             v = getattr(self, name)
             if isinstance(v, bool) or int(v) != v or int(v) < lo:

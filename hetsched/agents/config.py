@@ -57,36 +57,32 @@ class AgentEnvConf:
             alone (a legal single-node claim, after the claims of the agents that decided
             before it) may not pass; which job, at which GPU, CPU and memory levels, stays the
             network's choice. Gang claims stay voluntary.
-        wait_below: With ``work_conserving``, the claims that do not bind the agent: it may
-            still pass when every job it could host alone would run on its GPU type below
-            this fraction of the best isolated throughput one node of the cluster could give
-            the job (waiting for a faster GPU stays an action). 0: every single-node claim
-            binds.
+        wait_below: With ``work_conserving``, the claims that do not bind the agent: it may still
+            pass when every job it could host alone would run on its GPU type below this fraction of
+            the best isolated throughput one node of the cluster could give the job (waiting for a
+            faster GPU stays an action). 0: every single-node claim binds.
         gpu_levels: GPU-count levels of the action space (multipliers of an elastic job's
             request, :class:`hetsched.envs.spaces.LevelSets`).
         decision_order: Who decides first in the ordered decision (``agent.conflict=ordered``,
-            :func:`hetsched.agents.coordination.ordered_actions`). ``"rate"``: the agents whose
-            node serves the jobs they may claim best, relative to the best one node of the
-            cluster could (:func:`hetsched.agents.acting.rate_priority`), then the most
-            confident; ``"cores"``: the same with the teacher's rate model, which counts the
-            cores each node can give the job (:func:`hetsched.agents.acting.cores_priority`);
-            ``"confidence"``: the most confident (highest best-claim probability)
-            first. Which job each agent claims, or whether it passes, stays the network's
-            choice either way.
+            :func:`hetsched.agents.coordination.ordered_actions`). ``"rate"``: the agents whose node
+            serves the jobs they may claim best, relative to the best one node of the cluster could
+            (:func:`hetsched.agents.acting.rate_priority`), then the most confident; ``"cores"``:
+            the same with the teacher's rate model, which counts the cores each node can give the
+            job (:func:`hetsched.agents.acting.cores_priority`); ``"confidence"``: the most
+            confident (highest best-claim probability) first. Which job each agent claims, or
+            whether it passes, stays the network's choice either way.
         resizable: Train and act with the env's resize actions (``EnvSettings.resizable``:
             double a running elastic job on its node when no waiting job could use the GPUs;
             the network gets a resize head).
-        gang_binding: With ``work_conserving``, claims of a job that no node can host alone
-            (a gang) bind too, and once an agent claims a job as a gang the later agents of
-            its GPU type may not claim another job as a gang
-            (:func:`hetsched.agents.coordination.ordered_actions`): gangs fill instead of
-            GPUs idling while they wait.
-        share_guard: A claim may not take so many CPU cores or so much memory that the
-            node's other free GPUs are left less than the node's cores (memory) per GPU,
-            unless every legal claim of that job on that node would
-            (:func:`hetsched.agents.signals.share_guard`; the teacher claims under it too):
-            fungible resources beyond a GPU's share come only from what no GPU of the node
-            needs, so no GPU is stranded.
+        gang_binding: With ``work_conserving``, claims of a job that no node can host alone (a gang)
+            bind too, and once an agent claims a job as a gang the later agents of its GPU type may
+            not claim another job as a gang (:func:`hetsched.agents.coordination.ordered_actions`):
+            gangs fill instead of GPUs idling while they wait.
+        share_guard: A claim may not take so many CPU cores or so much memory that the node's other
+            free GPUs are left less than the node's cores (memory) per GPU, unless every legal claim
+            of that job on that node would (:func:`hetsched.agents.signals.share_guard`; the teacher
+            claims under it too): fungible resources beyond a GPU's share come only from what no GPU
+            of the node needs, so no GPU is stranded.
         retry_refused: A decision step whose claims were all refused (gang claims too few
             agents joined) does not end the round: the refused agents' gang claims of that
             slot are masked (their claims the node hosts alone stay legal) and the agents
@@ -116,12 +112,11 @@ class AgentEnvConf:
         share_feature: Append, per window slot, the job's share of the cluster's GPUs (all
             GPUs over the jobs in the system) over its request, as ``(log2(x) + 4) / 8``
             clipped to [0, 1], after the env's observation.
-        drain_feature: Append, per window slot (after the share feature), the job's run time
-            over the cluster's drain time (:func:`hetsched.agents.signals.drain_ratio`, what
-            the teacher's ``long_drain`` reads) where it is at least 1, as ``(log2(x) + 4) / 8``
-            clipped to [0, 1] (0.5 at a ratio of 1), and 0 where it is below 1: a step, so
-            that the feature says nothing about jobs that would not outlast the work in the
-            system.
+        drain_feature: Append, per window slot (after the share feature), the job's run time over
+            the cluster's drain time (:func:`hetsched.agents.signals.drain_ratio`, what the
+            teacher's ``long_drain`` reads) where it is at least 1, as ``(log2(x) + 4) / 8`` clipped
+            to [0, 1] (0.5 at a ratio of 1), and 0 where it is below 1: a step, so that the feature
+            says nothing about jobs that would not outlast the work in the system.
         level_share_feature: Append, per window slot (after the features above), one input
             per GPU level: 1 where the level's GPU count is within the job's share of the
             cluster (all GPUs over the jobs in the system, at least 1), the test the teacher's
@@ -208,24 +203,23 @@ class NetConf:
 class TeacherConf:
     """:class:`hetsched.agents.teacher.SJFTeacher` (behaviour-cloning warm start).
 
-    ``order``: ``sjf`` (job-major), ``arrival`` or ``node`` (node-major, in the agents'
-    ``cores`` decision order; the teacher's step 3). ``evict_ratio`` and ``evict_wait_s``
-    label evictions in the preemptive env (the teacher's step 4; null: the teacher never
-    evicts). ``elastic_share``: an elastic job starts at the
-    fastest GPU level within its share of the cluster (GPUs over jobs in the system) rather
-    than at its request (checkpoints saved before it existed load with false).
-    ``resize_gain_s``: in an env with resize actions, double a running elastic job when that
-    saves more than this many seconds (the teacher's step 5; null: never).
-    ``migrate_gain_s``: in a preemptive env with ``env.migrate_speedup``, move a running job
-    to a faster free node when that saves more than this many seconds (the teacher's step 4;
-    null: never). ``evict_protect``: with ``evict_ratio``, spare the victims whose remaining time
-    is at least this fraction of the longest among the possible victims (null: spare none).
-    ``long_drain``: a job is also long (started first) when its run time is more than this many
-    times the cluster's drain time (:func:`hetsched.agents.signals.drain_ratio`; null: only
-    ``long_s``). ``shrink_share``: in a preemptive env, while a window job waits, evict a running
-    elastic job held above this many times its share of the cluster so that it restarts within
-    it (the teacher's step 4; null: never). ``gang_fastest``: a gang goes to the fastest GPU
-    type with room for it rather than the one with the most free GPUs (step 3).
+    ``order``: ``sjf`` (job-major), ``arrival`` or ``node`` (node-major, in the agents' ``cores``
+    decision order; the teacher's step 3). ``evict_ratio`` and ``evict_wait_s`` label evictions in
+    the preemptive env (the teacher's step 4; null: the teacher never evicts). ``elastic_share``: an
+    elastic job starts at the fastest GPU level within its share of the cluster (GPUs over jobs in
+    the system) rather than at its request (checkpoints saved before it existed load with false).
+    ``resize_gain_s``: in an env with resize actions, double a running elastic job when that saves
+    more than this many seconds (the teacher's step 5; null: never). ``migrate_gain_s``: in a
+    preemptive env with ``env.migrate_speedup``, move a running job to a faster free node when that
+    saves more than this many seconds (the teacher's step 4; null: never). ``evict_protect``: with
+    ``evict_ratio``, spare the victims whose remaining time is at least this fraction of the longest
+    among the possible victims (null: spare none). ``long_drain``: a job is also long (started
+    first) when its run time is more than this many times the cluster's drain time
+    (:func:`hetsched.agents.signals.drain_ratio`; null: only ``long_s``). ``shrink_share``: in a
+    preemptive env, while a window job waits, evict a running elastic job held above this many times
+    its share of the cluster so that it restarts within it (the teacher's step 4; null: never).
+    ``gang_fastest``: a gang goes to the fastest GPU type with room for it rather than the one with
+    the most free GPUs (step 3).
     """
 
     order: str = "sjf"
@@ -374,9 +368,8 @@ class ClusterDrawConf:
             curriculum item's own (0: never). The episode's workload is drawn for the drawn
             cluster (a scenario's windows rescaled to its offered load there); a draw on which
             some job of it could never run is drawn again.
-        gpu_types: GPU types a drawn node group may have. ``rtx6000`` is left out: the
-            validation cluster ``rtx_64`` holds it, so validation measures a type never
-            trained on.
+        gpu_types: GPU types a drawn node group may have. ``rtx6000`` is left out: the validation
+            cluster ``rtx_64`` holds it, so validation measures a type never trained on.
         groups: Node groups (one GPU type each) per drawn cluster, ``[low, high]``.
         nodes: Nodes per group, ``[low, high]``.
         gpus_per_node: GPUs per node (one value per group).
@@ -502,8 +495,7 @@ class TrainConfig:
             are 0).
         out: Copy of the run's result (``best.pt``, else the last checkpoint) to this path,
             e.g. ``out=my_maifs.pt``; null = none.
-        progress: One tqdm progress bar per phase (behaviour cloning in episodes, PPO in env
-            steps).
+        progress: One tqdm progress bar per phase (behaviour cloning in episodes, PPO in env steps).
         max_wall_s: Stop training (either phase) after this many wall-clock seconds (null: no
             limit; a time-limited run is not reproducible step for step).
         max_env_steps: Stop training (either phase) after this many env steps in all (null: no

@@ -223,6 +223,12 @@ def test_node_major_preset_is_the_recipe_with_the_node_major_teacher() -> None:
         ("maifs_level_rates", "maifs_level_head", {("env", "level_rate_feature"): True}),
         # move labels weighed in the cloning loss
         ("maifs_moves", "maifs_level_rates", {("bc", "move_weight"): 4.0}),
+        # gangs move to several nodes, and start on the fastest type with room for them
+        (
+            "maifs_gangs",
+            "maifs_moves",
+            {("env", "migrate_multinode"): True, ("teacher", "gang_fastest"): True},
+        ),
     ],
 )  # fmt: skip
 def test_each_recipe_preset_is_its_parent_plus_named_settings(

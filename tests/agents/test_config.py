@@ -247,7 +247,7 @@ def test_each_recipe_preset_is_its_parent_plus_named_settings(
     assert a == b
 
 
-def test_the_shipped_checkpoint_is_the_reclaim_preset_at_seed_0() -> None:
+def test_the_shipped_checkpoint_is_the_gangs_preset_at_seed_0() -> None:
     """The model card's command reproduces the shipped network's recipe: its stored config is
     the preset's, field for field (a change to the preset must come with a new checkpoint)."""
     import torch
@@ -256,11 +256,12 @@ def test_the_shipped_checkpoint_is_the_reclaim_preset_at_seed_0() -> None:
 
     ck = torch.load(CHECKPOINT_DIR / "maifs_default.pt", weights_only=True)
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        preset = OmegaConf.to_object(compose("train", overrides=["agent=maifs_reclaim", "seed=0"]))
+        preset = OmegaConf.to_object(compose("train", overrides=["agent=maifs_gangs", "seed=0"]))
     assert isinstance(preset, TrainConfig)
     assert asdict(conf_from_dict(ck["config"])) == asdict(preset.agent)  # new fields: legacy values
-    assert ck["seed"] == preset.seed == 0
-    assert ck["phase"] == "bc" and preset.agent.env.reclaim_cores
+    assert ck["seed"] == preset.seed == 0 and ck["step"] == 7929
+    assert ck["phase"] == "bc" and preset.agent.env.migrate_multinode
+    assert preset.agent.teacher.gang_fastest and preset.agent.bc.move_weight == 4.0
 
 
 @pytest.mark.parametrize(

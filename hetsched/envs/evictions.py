@@ -193,8 +193,8 @@ class EvictionRules(CoreState):
             g: GPUs each candidate's job holds, shape (S,).
             cpus: Cores it holds, shape (S,).
             mem: Memory it holds (GiB), shape (S,).
-            fits: One-node targets, shape (S, N).
-            there: Isolated throughput on each node, shape (S, N).
+            fits: One-node targets, shape (S, N); the set's nodes are marked in place.
+            there: Isolated throughput on each node, shape (S, N); set in place there.
             pool: Nodes that may take part, shape (N,).
 
         Returns:
@@ -202,7 +202,6 @@ class EvictionRules(CoreState):
         """
         assert self.wl is not None
         nt, ng = self.cluster.node_type, self.cluster.node_gpus
-        fits, there = fits.copy(), there.copy()
         pooled = np.zeros_like(fits)
         for k in np.unique(nt).tolist():
             size = int(ng[nt == k].max())
@@ -210,7 +209,7 @@ class EvictionRules(CoreState):
             big = g > size
             if not (on.any() and big.any()):
                 continue
-            cum = np.cumsum(np.sort(self.free_g[on])[::-1])  # free GPUs of the fullest n nodes
+            cum = np.cumsum(np.sort(self.free_g[on])[::-1])  # free GPUs of the n emptiest nodes
             n_need = np.searchsorted(cum, g) + 1  # (S,) nodes that hold g; > len: too few
             ok = (
                 big

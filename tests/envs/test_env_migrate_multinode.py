@@ -75,3 +75,28 @@ def test_the_teacher_starts_a_gang_on_the_fastest_type_with_room_only_with_gang_
 def test_migrate_multinode_needs_migrate_gangs() -> None:
     with pytest.raises(ValueError, match="migrate_multinode needs migrate_gangs=True"):
         EnvSettings(preemptive=True, migrate_speedup=1.25, migrate_multinode=True)
+
+
+def test_the_teacher_moves_one_gang_per_set_of_target_nodes() -> None:
+    """Two long 8-GPU gangs on the K80s and one set of free A100 nodes that holds one of them:
+    the teacher moves one (without reserving the whole set, the second would take its other
+    node)."""
+    cluster = {
+        "name": "k80x4_a100x2",
+        "nodes": [
+            {**TWO_NODES["nodes"][0], "gpu_type": "k80", "count": 4},
+            {**TWO_NODES["nodes"][0], "gpu_type": "a100", "count": 2},
+        ],
+    }
+    wl = jobs([8, 8, 8], seconds=600.0)
+    wl.work[:2] *= 12.0
+    env = ClusterParallelEnv(
+        cluster, wl, throughput=TM, levels={"gpu": [1.0], "cpu": [1.0], "mem": [1.0]},
+        window=3, preemptive=True, migrate_speedup=1.25, migrate_gangs=True,
+        migrate_multinode=True, advance="event",
+    )  # fmt: skip
+    env.reset(seed=0)
+    env.step(act(env, node_0=1, node_1=1, node_2=2, node_3=2, node_4=3, node_5=3))
+    assert env.core.free_g.tolist() == [0, 0, 0, 0, 4, 4]  # j2 done: the A100 nodes are free
+    a = SJFTeacher(min_rel_rate=0.0, migrate_gain_s=60.0).act(env.core)
+    assert int((a == env.core.n_place).sum()) == 1  # one eviction: one gang moves
